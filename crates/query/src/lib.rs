@@ -1,0 +1,1 @@
+//! The Periscope query language (being written).

@@ -1,0 +1,1 @@
+//! The synthetic internet (being written).
