@@ -1,1 +1,49 @@
-fn main() {}
+//! The `periscope` binary: one executable whose subcommands drive the Periscope libraries.
+//!
+//! This file is glue: it parses the command line with clap and hands each subcommand to its
+//! module (`synth`, `validate`, `bench`), which does the work through library APIs. Exit
+//! codes: 0 success, 1 a check failed (`validate` rejected lines), 2 the command could not run
+//! (bad arguments, unreadable or unwritable files); errors are printed once, here.
+
+mod bench;
+mod synth;
+mod validate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Periscope: self-hosted IP exposure search over your own scan data.
+#[derive(Debug, Parser)]
+#[command(name = "periscope", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate a deterministic synthetic internet in the observation format.
+    Synth(synth::Args),
+    /// Check observation files line by line, as ingest would read them.
+    Validate(validate::Args),
+    /// Measure parts of Periscope.
+    #[command(subcommand)]
+    Bench(bench::Command),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Synth(args) => synth::run(&args),
+        Command::Validate(args) => validate::run(&args),
+        Command::Bench(command) => bench::run(&command),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("periscope: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -228,25 +228,32 @@ impl fmt::Display for ProtocolToken {
     }
 }
 
-/// The opaque catalog version: `cat-` and a 64-bit FNV-1a digest of the published content of
-/// every entry, so it changes exactly when the supported set (or an entry) changes.
+/// The opaque catalog version: `cat-` and a 64-bit FNV-1a digest of the content of every
+/// registry entry, so it changes exactly when the supported set (or an entry) changes.
 pub fn catalog_version() -> &'static str {
     static VERSION: OnceLock<String> = OnceLock::new();
-    VERSION.get_or_init(|| {
-        let mut text = String::from(QUERY_REGISTRY_VERSION);
-        for e in &REGISTRY {
-            let ports: Vec<String> = e.ports.iter().map(u16::to_string).collect();
-            text.push_str(&format!(
-                "\n{}|{}|{}|{}|{}",
-                e.value,
-                ports.join(","),
-                e.ipv4,
-                e.ipv6,
-                e.evidence_kind.as_str()
-            ));
-        }
-        format!("cat-{:016x}", fnv1a(text.as_bytes()))
-    })
+    VERSION.get_or_init(|| catalog_version_of(&REGISTRY))
+}
+
+/// The catalog version of `entries`: every field of every entry goes into the digest, the
+/// internal flags (`tls`, `certificate_organization`) too, since they change what is accepted
+/// and searched. Fields are separated unambiguously: tokens are lowercase letters and digits.
+fn catalog_version_of(entries: &[ProtocolEntry]) -> String {
+    let mut text = String::from(QUERY_REGISTRY_VERSION);
+    for e in entries {
+        let ports: Vec<String> = e.ports.iter().map(u16::to_string).collect();
+        text.push_str(&format!(
+            "\n{}|{}|{}|{}|{}|{}|{}",
+            e.value,
+            ports.join(","),
+            e.ipv4,
+            e.ipv6,
+            e.evidence_kind.as_str(),
+            e.tls,
+            e.certificate_organization
+        ));
+    }
+    format!("cat-{:016x}", fnv1a(text.as_bytes()))
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -343,6 +350,64 @@ mod tests {
         let v = catalog_version();
         assert!(v.starts_with("cat-") && v.len() == 20);
         assert_eq!(v, catalog_version());
+        assert_eq!(v, catalog_version_of(&REGISTRY));
         assert_eq!(QUERY_REGISTRY_VERSION, "service-v5");
+    }
+
+    /// Every way of changing one entry of the registry, applied to entry `i`.
+    fn changes(i: usize) -> Vec<(&'static str, Vec<ProtocolEntry>)> {
+        let with = |change: &dyn Fn(&mut ProtocolEntry)| {
+            let mut entries = REGISTRY.to_vec();
+            change(&mut entries[i]);
+            entries
+        };
+        let mut ports = REGISTRY[i].ports.to_vec();
+        ports[0] += 1;
+        let moved: &'static [u16] = Box::leak(ports.into_boxed_slice());
+        let mut more = REGISTRY[i].ports.to_vec();
+        more.push(1);
+        let added: &'static [u16] = Box::leak(more.into_boxed_slice());
+        let renamed: &'static str = Box::leak(format!("{}x", REGISTRY[i].value).into_boxed_str());
+        let mut dropped = REGISTRY.to_vec();
+        dropped.remove(i);
+        vec![
+            ("port", with(&|e| e.ports = moved)),
+            ("extra port", with(&|e| e.ports = added)),
+            ("token", with(&|e| e.value = renamed)),
+            ("ipv4", with(&|e| e.ipv4 = !e.ipv4)),
+            ("ipv6", with(&|e| e.ipv6 = !e.ipv6)),
+            ("tls", with(&|e| e.tls = !e.tls)),
+            (
+                "certificate organisation",
+                with(&|e| e.certificate_organization = !e.certificate_organization),
+            ),
+            (
+                "evidence kind",
+                with(&|e| {
+                    e.evidence_kind = match e.evidence_kind {
+                        EvidenceKind::Summary => EvidenceKind::Http,
+                        _ => EvidenceKind::Summary,
+                    }
+                }),
+            ),
+            ("entry removed", dropped),
+        ]
+    }
+
+    #[test]
+    fn catalog_version_changes_with_any_entry() {
+        let original = catalog_version_of(&REGISTRY);
+        let mut seen = std::collections::BTreeSet::from([original.clone()]);
+        for i in [0, 15, 16, 72, REGISTRY_LEN - 1] {
+            for (what, entries) in changes(i) {
+                let changed = catalog_version_of(&entries);
+                assert_ne!(changed, original, "{what} of {}", REGISTRY[i].value);
+                assert!(
+                    seen.insert(changed),
+                    "{what} of {} collides",
+                    REGISTRY[i].value
+                );
+            }
+        }
     }
 }

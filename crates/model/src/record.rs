@@ -211,9 +211,9 @@ pub struct Summary {
 impl Summary {
     /// Maximum number of fields.
     pub const MAX_FIELDS: usize = 16;
-    /// Maximum key length in bytes.
+    /// Maximum key length in characters.
     pub const MAX_KEY: usize = 64;
-    /// Maximum value length in bytes.
+    /// Maximum value length in characters.
     pub const MAX_VALUE: usize = 256;
 }
 

@@ -6,7 +6,14 @@
 //! A bad line becomes a [`ReadError`] naming the line, the field and the reason; nothing of it
 //! is kept.
 
+mod captured;
+mod check;
+mod decode;
+mod domain_scan;
+mod host;
+mod raw;
 mod reader;
+mod service;
 
 use std::net::IpAddr;
 
@@ -15,7 +22,13 @@ pub use reader::{ObservationReader, ReadError};
 use crate::record::{HostEnrichment, Http, Product, Ssh, Summary, Tls, VulnerabilitySummary};
 use crate::{DomainName, Port, ProtocolToken, Timestamp};
 
+/// The longest line the reader accepts, in bytes, without its line end: 1 MiB.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
 /// One line of an observation file.
+// Lines are read and consumed one at a time, so the size of the service variant costs a copy
+// per line, not memory; boxing it would change a type other crates build against.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Observation {
     /// `"kind": "service"`.

@@ -1,6 +1,12 @@
 //! Parsing one line of the observation format into a validated [`Observation`].
+//!
+//! [`ObservationReader`] counts lines, skips blank ones, enforces the line-size bound, and hands
+//! the rest to the decoder (JSON to raw serde structs) and to the validation pass of the line's
+//! kind. Whatever fails becomes a [`ReadError`] naming the line, the member and the reason.
 
-use super::Observation;
+use super::check::Invalid;
+use super::decode::{Kind, decode, kind};
+use super::{MAX_LINE_BYTES, Observation, domain_scan, service};
 use crate::Timestamp;
 
 /// A rejected line: where, which field, why.
@@ -29,13 +35,73 @@ impl ObservationReader {
     }
 
     /// Parses the next line. `Ok(None)` for a blank line.
-    pub fn read_line(&mut self, _text: &str) -> Result<Option<Observation>, ReadError> {
+    ///
+    /// `text` is one line, with or without its `\n` or `\r\n` ending. Every call counts as a
+    /// line, blank or not, so error line numbers match the file's.
+    pub fn read_line(&mut self, text: &str) -> Result<Option<Observation>, ReadError> {
         self.line += 1;
-        let _ = self.now;
-        Err(ReadError {
-            line: self.line,
-            field: "(line)".into(),
-            reason: "not implemented yet".into(),
-        })
+        let text = without_line_end(text);
+        if text.len() > MAX_LINE_BYTES {
+            return Err(self.reject(Invalid::here(format!(
+                "the line is {} bytes long; the limit is 1 MiB ({MAX_LINE_BYTES} bytes)",
+                text.len()
+            ))));
+        }
+        if is_blank(text) {
+            return Ok(None);
+        }
+        parse(text, self.now).map(Some).map_err(|e| self.reject(e))
     }
+
+    fn reject(&self, e: Invalid) -> ReadError {
+        ReadError {
+            line: self.line,
+            field: if e.field.is_empty() {
+                "(line)".to_owned()
+            } else {
+                printable(e.field)
+            },
+            reason: e.reason,
+        }
+    }
+}
+
+/// A path as it may be printed: an unknown member's name comes from the line, so control
+/// characters are escaped (a newline must not start a fake log line) and length is bounded.
+fn printable(field: String) -> String {
+    const MAX_BYTES: usize = 256;
+    if field.len() <= MAX_BYTES && !field.chars().any(char::is_control) {
+        return field;
+    }
+    let mut out = String::with_capacity(MAX_BYTES + 4);
+    for c in field.chars() {
+        if out.len() >= MAX_BYTES {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn parse(text: &str, now: Timestamp) -> Result<Observation, Invalid> {
+    match kind(text)? {
+        Kind::Service => service::service(decode(text)?, now).map(Observation::Service),
+        Kind::Domain => domain_scan::domain_scan(decode(text)?, now).map(Observation::Domain),
+    }
+}
+
+fn without_line_end(text: &str) -> &str {
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    text.strip_suffix('\r').unwrap_or(text)
+}
+
+/// Only JSON whitespace (space, tab, CR, LF), or nothing.
+fn is_blank(text: &str) -> bool {
+    text.bytes()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
 }

@@ -1,0 +1,207 @@
+//! The captured-data blocks of a service line: `product`, `vulnerabilities`, `tls`, `http`,
+//! `ssh` and `summary`, each checked on its own. Which protocol may carry which block is a
+//! rule of the whole line and lives in the service module.
+
+use super::check::{
+    At, Invalid, at_most, hex, integer, opt_text, parsed, quoted, required, text, timestamp, unique,
+};
+use super::raw::{
+    RawCertificate, RawHttp, RawProduct, RawSsh, RawTls, RawVulnerabilities, Text, TextMap,
+};
+use crate::record::{Certificate, Http, Product, Ssh, Summary, Tls, VulnerabilitySummary};
+use crate::{Cpe23, CveId, Cvss, DomainName};
+
+/// At most this many CVE ids per service.
+const MAX_CVES: usize = 1000;
+/// At most this many subject alternative names per certificate.
+const MAX_SANS: usize = 100;
+/// The longest subject alternative name, after normalisation.
+const MAX_SAN_LEN: usize = 253;
+
+pub(super) fn product(raw: RawProduct<'_>) -> Result<Product, Invalid> {
+    Ok(Product {
+        title: required(raw.title)
+            .and_then(|t| text(t, 256))
+            .and_then(|t| {
+                if t.trim().is_empty() {
+                    Err(Invalid::here("the product title is empty"))
+                } else {
+                    Ok(t)
+                }
+            })
+            .at("title")?,
+        version: opt_text(raw.version, 128).at("version")?,
+        cpe: raw
+            .cpe
+            .map(|c| parsed(&c, Cpe23::parse))
+            .transpose()
+            .at("cpe")?,
+    })
+}
+
+pub(super) fn vulnerabilities(
+    raw: RawVulnerabilities<'_>,
+) -> Result<VulnerabilitySummary, Invalid> {
+    Ok(VulnerabilitySummary {
+        cves: required(raw.cves).and_then(cves).at("cves")?,
+        max_cvss: raw
+            .max_cvss
+            .map(Cvss::from_f64)
+            .transpose()
+            .at("max_cvss")?,
+        has_exploits: required(raw.has_exploits).at("has_exploits")?,
+    })
+}
+
+fn cves(raw: Vec<Text<'_>>) -> Result<Vec<CveId>, Invalid> {
+    at_most(&raw, MAX_CVES)?;
+    let ids = raw
+        .iter()
+        .enumerate()
+        .map(|(i, c)| parsed(c, CveId::parse).at_index(i))
+        .collect::<Result<Vec<_>, _>>()?;
+    unique(&ids)?;
+    Ok(ids)
+}
+
+pub(super) fn tls(raw: RawTls<'_>) -> Result<Tls, Invalid> {
+    Ok(Tls {
+        version: opt_text(raw.version, 128).at("version")?,
+        cipher_suite: opt_text(raw.cipher_suite, 128).at("cipher_suite")?,
+        browser_trusted: raw.browser_trusted,
+        certificate: raw
+            .certificate
+            .map(certificate)
+            .transpose()
+            .at("certificate")?,
+    })
+}
+
+fn certificate(raw: RawCertificate<'_>) -> Result<Certificate, Invalid> {
+    let valid_from = raw
+        .valid_from
+        .map(|t| timestamp(&t))
+        .transpose()
+        .at("valid_from")?;
+    let valid_until = raw
+        .valid_until
+        .map(|t| timestamp(&t))
+        .transpose()
+        .at("valid_until")?;
+    if let (Some(from), Some(until)) = (valid_from, valid_until) {
+        if from > until {
+            return Err(Invalid::member(
+                "valid_until",
+                format!("{until} is before valid_from ({from})"),
+            ));
+        }
+    }
+    Ok(Certificate {
+        subject_alt_names: raw
+            .subject_alt_names
+            .map(subject_alt_names)
+            .transpose()
+            .at("subject_alt_names")?
+            .unwrap_or_default(),
+        common_name: opt_text(raw.common_name, 256).at("common_name")?,
+        subject_organization: opt_text(raw.subject_organization, 256).at("subject_organization")?,
+        issuer_common_name: opt_text(raw.issuer_common_name, 256).at("issuer_common_name")?,
+        issuer_organization: opt_text(raw.issuer_organization, 256).at("issuer_organization")?,
+        valid_from,
+        valid_until,
+        fingerprint_sha256: raw
+            .fingerprint_sha256
+            .map(|f| hex(f, 64))
+            .transpose()
+            .at("fingerprint_sha256")?,
+    })
+}
+
+fn subject_alt_names(raw: Vec<Text<'_>>) -> Result<Vec<String>, Invalid> {
+    at_most(&raw, MAX_SANS)?;
+    raw.iter()
+        .enumerate()
+        .map(|(i, name)| subject_alt_name(name).at_index(i))
+        .collect()
+}
+
+/// A DNS name, normalised like any other, or `*.` followed by one.
+fn subject_alt_name(raw: &Text<'_>) -> Result<String, Invalid> {
+    let (wildcard, rest) = match raw.0.strip_prefix("*.") {
+        Some(rest) => (true, rest),
+        None => (false, &*raw.0),
+    };
+    let name = parsed(&Text(rest.into()), DomainName::parse)?;
+    let name = if wildcard {
+        format!("*.{name}")
+    } else {
+        name.as_str().to_owned()
+    };
+    if name.len() > MAX_SAN_LEN {
+        return Err(Invalid::here(format!(
+            "{} characters long; a name is at most {MAX_SAN_LEN}",
+            name.len()
+        )));
+    }
+    Ok(name)
+}
+
+pub(super) fn http(raw: RawHttp<'_>) -> Result<Http, Invalid> {
+    Ok(Http {
+        status_code: raw
+            .status_code
+            .map(|n| integer(&n, 100, 599).map(|c| c as u16))
+            .transpose()
+            .at("status_code")?,
+        title: opt_text(raw.title, 512).at("title")?,
+        server: opt_text(raw.server, 256).at("server")?,
+        complete: required(raw.complete).at("complete")?,
+    })
+}
+
+pub(super) fn ssh(raw: RawSsh<'_>) -> Result<Ssh, Invalid> {
+    Ok(Ssh {
+        protocol_version: opt_text(raw.protocol_version, 256).at("protocol_version")?,
+        software_version: opt_text(raw.software_version, 256).at("software_version")?,
+        host_key_algorithm: opt_text(raw.host_key_algorithm, 256).at("host_key_algorithm")?,
+        host_key_fingerprint: opt_text(raw.host_key_fingerprint, 256).at("host_key_fingerprint")?,
+        comments: opt_text(raw.comments, 256).at("comments")?,
+        hassh: raw.hassh.map(|h| hex(h, 32)).transpose().at("hassh")?,
+    })
+}
+
+pub(super) fn summary(raw: TextMap<'_>) -> Result<Summary, Invalid> {
+    let pairs = raw.0;
+    if pairs.len() > Summary::MAX_FIELDS {
+        return Err(Invalid::here(format!(
+            "{} members; at most {} are allowed",
+            pairs.len(),
+            Summary::MAX_FIELDS
+        )));
+    }
+    let mut fields: Vec<(String, String)> = Vec::with_capacity(pairs.len());
+    for (key, value) in pairs {
+        let key = summary_key(key)?;
+        if fields.iter().any(|(k, _)| *k == key) {
+            return Err(Invalid::here("duplicate member").within(&key));
+        }
+        let value = text(value, Summary::MAX_VALUE).at(&key)?;
+        fields.push((key, value));
+    }
+    Ok(Summary { fields })
+}
+
+fn summary_key(key: Text<'_>) -> Result<String, Invalid> {
+    let k = &key.0;
+    let ok = (1..=Summary::MAX_KEY).contains(&k.len())
+        && k.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if !ok {
+        return Err(Invalid::here(format!(
+            "key {} is not 1 to {} characters of a-z, 0-9 and _",
+            quoted(k),
+            Summary::MAX_KEY
+        )));
+    }
+    Ok(key.0.into_owned())
+}
