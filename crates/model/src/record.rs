@@ -324,6 +324,9 @@ pub struct Service {
     pub vulnerabilities: Option<VulnerabilityView>,
     /// Typed evidence, when its safe fields exist.
     pub evidence: Vec<Evidence>,
+    /// The canonical text of each service-level clause of the query, when this service
+    /// satisfies all of them; empty otherwise and on host detail.
+    pub match_reasons: Vec<String>,
 }
 
 /// The `vulnerabilities` member of a service.

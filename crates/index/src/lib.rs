@@ -1,0 +1,31 @@
+//! The scan index: which hosts match a query, in IP order, and what may be shown of them.
+//!
+//! - [`store`]: the current state of the scan data — one [`HostRecord`] per address holding
+//!   its current services, and the stored domain-scan records — and the "current observation"
+//!   rule that merges observations into it ([`HostRecord::apply`], [`DomainScans::apply`]).
+//! - [`api`]: the [`ScanIndex`] trait both channels search through, with its requests and
+//!   results. Every engine (the reference below, the embedded engine, ClickHouse) implements
+//!   it and passes the same conformance tests.
+//! - [`reference`]: [`ReferenceIndex`], a deliberately simple engine that scans every host
+//!   record and applies the specification literally. It is the oracle that property tests
+//!   compare the fast engines with; it is not meant to be fast.
+//!
+//! **Invariant:** hosts are ordered IPv4 first, then IPv6, each ascending
+//! ([`periscope_model::ip_order_key`]); pages continue strictly after an address.
+//! **Invariant:** a host exists in the index exactly when it has at least one current service
+//! (a completed or partial observation within the retention window).
+//! **Boundary:** no DNS here. A domain search receives the addresses the service layer
+//! resolved and merges them with stored names and domain-scan records.
+
+pub mod api;
+pub mod reference;
+pub mod store;
+
+pub use api::{
+    AsnMatch, AsnSource, Count, DomainMatch, DomainMatchSource, Exposure, ExposureBucket,
+    FacetField, FacetGroup, FacetStatus, FacetValue, Facets, HostDetail, HostResult, IndexError,
+    OrganizationMatch, OrganizationSource, Relation, ScanIndex, SearchOutcome, SearchPage,
+    SearchRequest,
+};
+
+pub use store::{ApplyOutcome, DomainScans, HostRecord, IndexConfig, StoredService};

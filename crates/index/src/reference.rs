@@ -1,0 +1,1 @@
+//! The reference engine (being written).
