@@ -4,8 +4,8 @@
 
 use std::net::IpAddr;
 
-use periscope_model::record::Host;
 use periscope_model::observation::DomainScan;
+use periscope_model::record::Host;
 use periscope_model::{Asn, CountryCode, DomainName, Timestamp};
 use periscope_query::{Clause, FilterQuery, Query, Resolution};
 
@@ -209,7 +209,10 @@ pub struct Count {
 impl Count {
     /// An exact count.
     pub fn exact(value: u64) -> Self {
-        Self { value, relation: Relation::Exact }
+        Self {
+            value,
+            relation: Relation::Exact,
+        }
     }
 }
 
@@ -232,8 +235,14 @@ pub enum FacetField {
 
 impl FacetField {
     /// All six, in response order.
-    pub const ALL: [FacetField; 6] =
-        [Self::Port, Self::Protocol, Self::Product, Self::Country, Self::Cvss, Self::Exploit];
+    pub const ALL: [FacetField; 6] = [
+        Self::Port,
+        Self::Protocol,
+        Self::Product,
+        Self::Country,
+        Self::Cvss,
+        Self::Exploit,
+    ];
 
     /// The wire string.
     pub fn as_str(self) -> &'static str {

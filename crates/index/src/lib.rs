@@ -6,7 +6,10 @@
 //! - [`api`]: the [`ScanIndex`] trait both channels search through, with its requests and
 //!   results. Every engine (the reference below, the embedded engine, ClickHouse) implements
 //!   it and passes the same conformance tests.
-//! - [`reference`]: [`ReferenceIndex`], a deliberately simple engine that scans every host
+//! - [`codec`] and [`durable`]: the embedded engine's durable store — a compact, versioned
+//!   binary encoding of host records and domain scans, and [`durable::DurableStore`], a redb
+//!   file keyed by host order where each batch of observations is applied in one transaction.
+//! - [`mod@reference`]: [`ReferenceIndex`], a deliberately simple engine that scans every host
 //!   record and applies the specification literally. It is the oracle that property tests
 //!   compare the fast engines with; it is not meant to be fast.
 //!
@@ -18,6 +21,8 @@
 //! resolved and merges them with stored names and domain-scan records.
 
 pub mod api;
+pub mod codec;
+pub mod durable;
 pub mod reference;
 pub mod store;
 
@@ -28,4 +33,5 @@ pub use api::{
     SearchRequest,
 };
 
+pub use reference::ReferenceIndex;
 pub use store::{ApplyOutcome, DomainScans, HostRecord, IndexConfig, StoredService};

@@ -1,19 +1,26 @@
 //! The current state of the scan data and the rule that merges observations into it.
 //!
-//! The "current observation" rule (DECISIONS.md): per service key (address, port, protocol)
-//! the newest observation whose status is `completed` or `partial` is current. A `failed`
-//! observation never counts and never replaces an older one. An older observation never
-//! overwrites a newer one, whatever the order of arrival, so applying the same input twice
-//! changes nothing. Observations older than the retention window stop being current; that is
-//! decided when reading ([`HostRecord::current_services`]), so records never need rewriting
-//! as time passes.
+//! The "current observation" rule (DECISIONS.md, docs/search-semantics.md "What is current"):
+//! per service key (address, port, protocol) the newest observation whose status is
+//! `completed` or `partial` is current. A `failed` observation never counts and never replaces
+//! anything. An observation older than the current one, or as old, never overwrites it, so
+//! applying the same input twice, in any order, changes nothing. Observations older than the
+//! retention window stop being current; that is decided when reading
+//! ([`HostRecord::current_services`]), so records never need rewriting as time passes.
 //!
-//! Host-level facts come from the observations themselves:
-//! - enrichment (ASNs, provider, WHOIS, dns name, domain, location names) is that of the most
-//!   recent counting observation of the host;
+//! Host-level facts come from the counting observations themselves, each fact by its own
+//! timestamp, independently of the services:
+//! - enrichment (ASNs, provider, WHOIS, dns name, domain) is that of the most recent counting
+//!   observation of the host;
+//! - the location is that of the most recent counting observation with a location block;
 //! - the position (latitude, longitude, accuracy radius) is that of the most recent counting
 //!   observation that records one;
-//! - reverse DNS is that of the most recent counting observation carrying one (never IPv6).
+//! - reverse DNS is that of the most recent counting observation carrying any (never IPv6).
+//!
+//! Ties on `observed_at` keep what was there first. Because every fact keeps its own
+//! timestamp, an observation that is too old for its service (superseded) may still supply a
+//! fact that no newer observation recorded (say, the only location block); otherwise the
+//! record would depend on the order of arrival.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -35,7 +42,10 @@ pub struct IndexConfig {
 
 impl Default for IndexConfig {
     fn default() -> Self {
-        Self { retention_secs: 30 * 86_400, max_host_only_results: 10_000 }
+        Self {
+            retention_secs: 30 * 86_400,
+            max_host_only_results: 10_000,
+        }
     }
 }
 
@@ -74,7 +84,9 @@ pub struct StoredService {
 pub enum ApplyOutcome {
     /// It became the current observation of its service (new or newer).
     Applied,
-    /// A newer (or the same) observation of the service was already current; nothing changed.
+    /// A newer (or equally old) observation of the service was already current; the service
+    /// is unchanged. The observation still counts for host facts that no newer observation
+    /// recorded (a location, a position, reverse DNS), so applying it may fill those in.
     Superseded,
     /// A failed observation: it never counts.
     Ignored,
@@ -85,11 +97,11 @@ pub enum ApplyOutcome {
 pub struct HostRecord {
     /// The address.
     pub ip: IpAddr,
-    /// Enrichment of the most recent counting observation (its location and reverse DNS are
-    /// superseded by the members below).
-    pub enrichment: HostEnrichment,
-    /// When that observation was made.
-    pub enrichment_at: Timestamp,
+    /// Enrichment of the most recent counting observation, and when it was made; `None`
+    /// until a counting observation lands. Its `location` and `reverse_dns` are those of that
+    /// one observation: read the members below instead, which follow their own most recent
+    /// observation.
+    pub enrichment: Option<(HostEnrichment, Timestamp)>,
     /// Location of the most recent counting observation that has a location block, and when
     /// (its names and country; the position shown comes from `position`).
     pub location: Option<(Location, Timestamp)>,
@@ -111,23 +123,77 @@ pub struct DomainScans {
 impl HostRecord {
     /// A record with nothing applied yet (not a host until a counting observation lands).
     pub fn new(ip: IpAddr) -> Self {
-        todo!("{ip}")
+        Self {
+            ip,
+            enrichment: None,
+            location: None,
+            position: None,
+            reverse_dns: None,
+            services: BTreeMap::new(),
+        }
     }
 
     /// Merges one service observation of this address by the current-observation rule.
+    ///
+    /// `Applied` when it became the current observation of its service, `Superseded` when
+    /// that service already had one at least as new, `Ignored` for a failed observation
+    /// (which changes nothing at all). Host facts are merged for every counting observation,
+    /// each by its own timestamp.
     pub fn apply(&mut self, obs: &ServiceObservation) -> ApplyOutcome {
-        todo!("{obs:?}")
+        debug_assert_eq!(
+            self.ip, obs.ip,
+            "observation applied to another address's record"
+        );
+        if obs.status == ScanStatus::Failed {
+            return ApplyOutcome::Ignored;
+        }
+        self.merge_host_facts(&obs.host, obs.observed_at);
+
+        let key = (obs.port, obs.protocol);
+        if self
+            .services
+            .get(&key)
+            .is_some_and(|current| current.observed_at >= obs.observed_at)
+        {
+            return ApplyOutcome::Superseded;
+        }
+        self.services
+            .insert(key, StoredService::from_observation(obs));
+        ApplyOutcome::Applied
+    }
+
+    /// Takes each host fact of `host` that is strictly newer than the stored one.
+    fn merge_host_facts(&mut self, host: &HostEnrichment, at: Timestamp) {
+        if newer(&self.enrichment, at) {
+            self.enrichment = Some((host.clone(), at));
+        }
+        if let Some(location) = &host.location {
+            if newer(&self.location, at) {
+                self.location = Some((location.clone(), at));
+            }
+            if let Some(position) = location.position
+                && newer(&self.position, at)
+            {
+                self.position = Some((position, at));
+            }
+        }
+        if !host.reverse_dns.is_empty() && newer(&self.reverse_dns, at) {
+            self.reverse_dns = Some((host.reverse_dns.clone(), at));
+        }
     }
 
     /// The services current at `now`: within `retention_secs` of it, by port then protocol.
+    ///
+    /// A service observed exactly `retention_secs` before `now` is still current.
     pub fn current_services(
         &self,
         now: Timestamp,
         retention_secs: i64,
     ) -> impl Iterator<Item = &StoredService> {
-        todo!("{now} {retention_secs}");
-        #[allow(unreachable_code)]
-        self.services.values()
+        let cutoff = now.unix().saturating_sub(retention_secs);
+        self.services
+            .values()
+            .filter(move |s| s.observed_at.unix() >= cutoff)
     }
 
     /// True when at least one service is current at `now`.
@@ -136,23 +202,72 @@ impl HostRecord {
     }
 }
 
+/// True when a fact observed at `at` replaces `stored`: there is none yet, or it is strictly
+/// older (ties keep what was there first).
+fn newer<T>(stored: &Option<(T, Timestamp)>, at: Timestamp) -> bool {
+    stored.as_ref().is_none_or(|(_, stored_at)| at > *stored_at)
+}
+
+impl StoredService {
+    /// The service part of a counting observation; the host enrichment is left out.
+    fn from_observation(obs: &ServiceObservation) -> Self {
+        let ServiceObservation {
+            ip: _,
+            port,
+            transport,
+            protocol,
+            observed_at,
+            status,
+            error,
+            product,
+            vulnerabilities,
+            tls,
+            http,
+            ssh,
+            summary,
+            host: _,
+        } = obs;
+        Self {
+            port: *port,
+            protocol: *protocol,
+            transport: *transport,
+            observed_at: *observed_at,
+            status: *status,
+            error: error.clone(),
+            product: product.clone(),
+            vulnerabilities: vulnerabilities.clone(),
+            tls: tls.clone(),
+            http: http.clone(),
+            ssh: ssh.clone(),
+            summary: summary.clone(),
+        }
+    }
+}
+
 impl DomainScans {
     /// Keeps the newest record per name (ties keep the first).
     pub fn apply(&mut self, scan: DomainScan) -> ApplyOutcome {
-        todo!("{scan:?}")
+        match self.by_name.get(&scan.name) {
+            Some(current) if current.observed_at >= scan.observed_at => ApplyOutcome::Superseded,
+            _ => {
+                self.by_name.insert(scan.name.clone(), scan);
+                ApplyOutcome::Applied
+            }
+        }
     }
 
     /// Current records of `name` and of its subdomains, by name.
     pub fn of_name(&self, name: &DomainName) -> impl Iterator<Item = &DomainScan> {
-        todo!("{name}");
-        #[allow(unreachable_code)]
-        self.by_name.values()
+        self.by_name
+            .iter()
+            .filter(move |(stored, _)| stored.is_within(name))
+            .map(|(_, scan)| scan)
     }
 
     /// Current records that list `ip`, by name.
     pub fn listing(&self, ip: IpAddr) -> impl Iterator<Item = &DomainScan> {
-        todo!("{ip}");
-        #[allow(unreachable_code)]
-        self.by_name.values()
+        self.by_name
+            .values()
+            .filter(move |scan| scan.addresses.contains(&ip))
     }
 }

@@ -661,11 +661,12 @@ impl<'w> Generator<'w> {
         }
         // TLS: always on implicit-TLS ports, sometimes after STARTTLS.
         let mut tls = false;
-        if let Some((p, kind)) = tls_profile(token, svc.port) {
-            if p > 0.0 && self.rng.chance(p) {
-                self.tls(kind, generation);
-                tls = true;
-            }
+        if let Some((p, kind)) = tls_profile(token, svc.port)
+            && p > 0.0
+            && self.rng.chance(p)
+        {
+            self.tls(kind, generation);
+            tls = true;
         }
         match svc.entry.evidence_kind {
             EvidenceKind::Http => self.http(svc, partial, product),

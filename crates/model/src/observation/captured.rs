@@ -88,13 +88,13 @@ fn certificate(raw: RawCertificate<'_>) -> Result<Certificate, Invalid> {
         .map(|t| timestamp(&t))
         .transpose()
         .at("valid_until")?;
-    if let (Some(from), Some(until)) = (valid_from, valid_until) {
-        if from > until {
-            return Err(Invalid::member(
-                "valid_until",
-                format!("{until} is before valid_from ({from})"),
-            ));
-        }
+    if let (Some(from), Some(until)) = (valid_from, valid_until)
+        && from > until
+    {
+        return Err(Invalid::member(
+            "valid_until",
+            format!("{until} is before valid_from ({from})"),
+        ));
     }
     Ok(Certificate {
         subject_alt_names: raw

@@ -1,0 +1,664 @@
+//! The durable store (`periscope_index::durable`): what a batch stores survives a reopen and a
+//! killed writer, equals applying the same observations to in-memory records, does not depend
+//! on repetition or the order of batches, and corrupt or foreign files are errors, not panics.
+//!
+//! Data comes from `periscope_synth` (a small synthetic internet with older observations,
+//! failed scans and domain lines) or from observation lines written here, parsed by the real
+//! reader. Each test works in its own directory under the system temporary directory.
+
+#![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use periscope_index::durable::{
+    DOMAIN_SCANS_TABLE, DurableStore, HOSTS_TABLE, HostKey, META_TABLE, SCHEMA_VERSION,
+    SCHEMA_VERSION_KEY, StoreError,
+};
+use periscope_index::{DomainScans, HostRecord};
+use periscope_model::observation::{Observation, ObservationReader};
+use periscope_model::{Timestamp, ip_order_key};
+use periscope_synth::{SynthConfig, write_dataset};
+use redb::{ReadableDatabase, TableDefinition};
+
+// ---------------------------------------------------------------------------------------------
+// Helpers.
+
+/// A directory of its own under the system temporary directory, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(test: &str) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir = std::env::temp_dir().join(format!(
+            "periscope-durable-{test}-{}-{nanos}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn store(&self) -> PathBuf {
+        self.0.join("scan.redb")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn ts(text: &str) -> Timestamp {
+    Timestamp::parse(text).unwrap()
+}
+
+/// The instant synthetic datasets describe.
+const AS_OF: &str = "2026-11-20T00:00:00Z";
+
+/// Parses observation lines; every non-blank line must be accepted.
+fn parse(text: &str, now: Timestamp) -> Vec<Observation> {
+    let mut reader = ObservationReader::new(now);
+    text.lines()
+        .filter_map(|line| {
+            reader
+                .read_line(line)
+                .unwrap_or_else(|e| panic!("{e}\n{line}"))
+        })
+        .collect()
+}
+
+/// The observations of a synthetic internet of `hosts` hosts.
+fn synth(hosts: u64, seed: u64) -> Vec<Observation> {
+    let cfg = SynthConfig {
+        hosts,
+        seed,
+        as_of: ts(AS_OF),
+    };
+    let mut out = Vec::new();
+    write_dataset(&cfg, &mut out).unwrap();
+    parse(&String::from_utf8(out).unwrap(), ts(AS_OF))
+}
+
+/// What a store holds, read back through its public API.
+#[derive(Debug, PartialEq)]
+struct State {
+    hosts: Vec<HostRecord>,
+    scans: DomainScans,
+}
+
+fn state(store: &DurableStore) -> State {
+    State {
+        hosts: store.hosts().unwrap().collect::<Result<_, _>>().unwrap(),
+        scans: store.domain_scans().unwrap(),
+    }
+}
+
+/// The same observations applied to in-memory records, in host order; addresses with no
+/// counting observation are not records.
+fn in_memory(observations: &[Observation]) -> State {
+    let mut hosts = BTreeMap::<u128, HostRecord>::new();
+    let mut scans = DomainScans::default();
+    for obs in observations {
+        match obs {
+            Observation::Service(s) => {
+                hosts
+                    .entry(ip_order_key(s.ip))
+                    .or_insert_with(|| HostRecord::new(s.ip))
+                    .apply(s);
+            }
+            Observation::Domain(d) => {
+                scans.apply(d.clone());
+            }
+        }
+    }
+    State {
+        hosts: hosts
+            .into_values()
+            .filter(|r| r.enrichment.is_some())
+            .collect(),
+        scans,
+    }
+}
+
+fn apply_in_batches(store: &mut DurableStore, observations: &[Observation], size: usize) {
+    for batch in observations.chunks(size) {
+        store.apply_batch(batch).unwrap();
+    }
+}
+
+/// A completed `http` line of `ip` at `at` whose product title is `title`.
+fn http_line(ip: IpAddr, at: Timestamp, title: &str) -> String {
+    format!(
+        r#"{{"kind":"service","ip":"{ip}","port":80,"transport":"tcp","protocol":"http","observed_at":"{at}","status":"completed","product":{{"title":"{title}"}}}}"#
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// State.
+
+#[test]
+fn reopening_gives_the_same_state() {
+    let dir = TempDir::new("reopen");
+    let observations = synth(400, 7);
+    let (before, stats_before) = {
+        let mut store = DurableStore::open(&dir.store()).unwrap();
+        apply_in_batches(&mut store, &observations, 300);
+        (state(&store), store.stats().unwrap())
+    };
+    assert!(before.hosts.len() > 300, "{} hosts", before.hosts.len());
+    assert!(!before.scans.by_name.is_empty());
+
+    let store = DurableStore::open(&dir.store()).unwrap();
+    assert_eq!(state(&store), before);
+    let stats = store.stats().unwrap();
+    assert_eq!(stats.hosts, before.hosts.len() as u64);
+    assert_eq!(stats.domain_scans, before.scans.by_name.len() as u64);
+    assert_eq!(
+        (stats.hosts, stats.domain_scans),
+        (stats_before.hosts, stats_before.domain_scans)
+    );
+    assert!(stats.file_bytes > 0);
+}
+
+#[test]
+fn the_stored_state_equals_applying_in_memory() {
+    let dir = TempDir::new("oracle");
+    let observations = synth(500, 3);
+    let mut store = DurableStore::open(&dir.store()).unwrap();
+    apply_in_batches(&mut store, &observations, 97);
+
+    let expected = in_memory(&observations);
+    let stored = state(&store);
+    assert_eq!(stored.hosts.len(), expected.hosts.len());
+    assert_eq!(stored, expected);
+    // Host order: IPv4 first, then IPv6, each ascending.
+    assert!(stored.hosts.iter().any(|h| h.ip.is_ipv6()));
+    assert!(
+        stored
+            .hosts
+            .windows(2)
+            .all(|w| ip_order_key(w[0].ip) < ip_order_key(w[1].ip))
+    );
+    for record in expected.hosts.iter().step_by(37) {
+        assert_eq!(store.host(record.ip).unwrap().as_ref(), Some(record));
+    }
+    assert_eq!(store.host("10.0.0.1".parse().unwrap()).unwrap(), None);
+}
+
+#[test]
+fn a_failed_observation_of_an_unknown_address_stores_nothing() {
+    let dir = TempDir::new("failed");
+    let line = r#"{"kind":"service","ip":"240.0.0.9","port":22,"transport":"tcp","protocol":"ssh","observed_at":"2026-11-01T00:00:00Z","status":"failed","error":"reset"}"#;
+    let mut store = DurableStore::open(&dir.store()).unwrap();
+    let summary = store.apply_batch(&parse(line, ts(AS_OF))).unwrap();
+    assert_eq!((summary.ignored, summary.hosts_written), (1, 0));
+    assert_eq!(store.stats().unwrap().hosts, 0);
+}
+
+#[test]
+fn applying_the_same_batch_twice_changes_nothing() {
+    let dir = TempDir::new("twice");
+    let observations = synth(300, 11);
+    let mut store = DurableStore::open(&dir.store()).unwrap();
+    let first = store.apply_batch(&observations).unwrap();
+    assert!(first.applied > 0 && first.hosts_written > 0 && first.domain_scans_written > 0);
+    let before = state(&store);
+
+    let second = store.apply_batch(&observations).unwrap();
+    assert_eq!(second.applied, 0);
+    assert_eq!((second.hosts_written, second.domain_scans_written), (0, 0));
+    assert_eq!(second.ignored, first.ignored);
+    assert_eq!(second.superseded, first.applied + first.superseded);
+    assert_eq!(state(&store), before);
+}
+
+#[test]
+fn the_order_of_batches_does_not_matter() {
+    let observations = synth(400, 5);
+    let batches: Vec<&[Observation]> = observations.chunks(150).collect();
+
+    let in_order = TempDir::new("in-order");
+    let mut store = DurableStore::open(&in_order.store()).unwrap();
+    for batch in &batches {
+        store.apply_batch(batch).unwrap();
+    }
+    let expected = state(&store);
+
+    // Batches reversed, each batch reversed too, and then all of it again.
+    let reversed = TempDir::new("reversed");
+    let mut store = DurableStore::open(&reversed.store()).unwrap();
+    for _ in 0..2 {
+        for batch in batches.iter().rev() {
+            let backwards: Vec<Observation> = batch.iter().rev().cloned().collect();
+            store.apply_batch(&backwards).unwrap();
+        }
+    }
+    assert_eq!(state(&store), expected);
+
+    // Interleaved: odd batches first, then even ones.
+    let interleaved = TempDir::new("interleaved");
+    let mut store = DurableStore::open(&interleaved.store()).unwrap();
+    for batch in batches.iter().skip(1).step_by(2) {
+        store.apply_batch(batch).unwrap();
+    }
+    for batch in batches.iter().step_by(2) {
+        store.apply_batch(batch).unwrap();
+    }
+    assert_eq!(state(&store), expected);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Corrupt and foreign files.
+
+const RAW_HOSTS: TableDefinition<&[u8; 16], &[u8]> = TableDefinition::new(HOSTS_TABLE);
+const RAW_SCANS: TableDefinition<&str, &[u8]> = TableDefinition::new(DOMAIN_SCANS_TABLE);
+const RAW_META: TableDefinition<&str, u64> = TableDefinition::new(META_TABLE);
+
+/// Writes `value` under `key` of `table`, with redb directly, into a closed store.
+fn poke<K: redb::Key + 'static, V: redb::Value + 'static>(
+    path: &Path,
+    table: TableDefinition<K, V>,
+    key: K::SelfType<'_>,
+    value: V::SelfType<'_>,
+) {
+    let db = redb::Database::create(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    txn.open_table(table).unwrap().insert(key, value).unwrap();
+    txn.commit().unwrap();
+}
+
+#[test]
+fn a_corrupt_host_record_is_an_error_naming_its_key() {
+    let dir = TempDir::new("corrupt");
+    let a: IpAddr = "240.0.0.1".parse().unwrap();
+    let b: IpAddr = "240.0.0.2".parse().unwrap();
+    let at = ts("2026-11-01T00:00:00Z");
+    {
+        let mut store = DurableStore::open(&dir.store()).unwrap();
+        let lines = [http_line(a, at, "one"), http_line(b, at, "one")].join("\n");
+        store.apply_batch(&parse(&lines, ts(AS_OF))).unwrap();
+    }
+    let key = HostKey::of(a);
+    poke(&dir.store(), RAW_HOSTS, &key.0, b"\x01H garbage".as_slice());
+
+    let mut store = DurableStore::open(&dir.store()).unwrap();
+    let names_the_key = |e: StoreError| match e {
+        StoreError::CorruptHost { key: k, .. } if k == key => e.to_string(),
+        other => panic!("unexpected error {other}"),
+    };
+    let message = names_the_key(store.host(a).unwrap_err());
+    assert!(message.contains("240.0.0.1"), "{message}");
+    assert!(
+        message.contains("000000000000000000000000f0000001"),
+        "{message}"
+    );
+    // The intact record still reads; iteration reports the corrupt one where it lies.
+    assert!(store.host(b).unwrap().is_some());
+    let mut hosts = store.hosts().unwrap();
+    names_the_key(hosts.next().unwrap().unwrap_err());
+    assert_eq!(hosts.next().unwrap().unwrap().ip, b);
+
+    // A batch touching the corrupt record is refused as a whole: b is not updated either.
+    let later = ts("2026-11-02T00:00:00Z");
+    let lines = [http_line(b, later, "two"), http_line(a, later, "two")].join("\n");
+    names_the_key(store.apply_batch(&parse(&lines, ts(AS_OF))).unwrap_err());
+    let b_record = store.host(b).unwrap().unwrap();
+    assert_eq!(b_record.services.values().next().unwrap().observed_at, at);
+}
+
+#[test]
+fn a_record_filed_under_another_address_is_corrupt() {
+    let dir = TempDir::new("misfiled");
+    let a: IpAddr = "240.0.0.1".parse().unwrap();
+    {
+        let mut store = DurableStore::open(&dir.store()).unwrap();
+        let line = http_line(a, ts("2026-11-01T00:00:00Z"), "one");
+        store.apply_batch(&parse(&line, ts(AS_OF))).unwrap();
+    }
+    let bytes = {
+        let db = redb::Database::create(dir.store()).unwrap();
+        let txn = db.begin_read().unwrap();
+        let table = txn.open_table(RAW_HOSTS).unwrap();
+        table
+            .get(&HostKey::of(a).0)
+            .unwrap()
+            .unwrap()
+            .value()
+            .to_vec()
+    };
+    let other: IpAddr = "3fff::1".parse().unwrap();
+    poke(
+        &dir.store(),
+        RAW_HOSTS,
+        &HostKey::of(other).0,
+        bytes.as_slice(),
+    );
+
+    let store = DurableStore::open(&dir.store()).unwrap();
+    let err = store.host(other).unwrap_err();
+    assert!(
+        matches!(&err, StoreError::CorruptHost { key, source: None, .. } if *key == HostKey::of(other)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("3fff::1"), "{err}");
+}
+
+#[test]
+fn a_corrupt_domain_scan_is_an_error_naming_it() {
+    let dir = TempDir::new("corrupt-scan");
+    drop(DurableStore::open(&dir.store()).unwrap());
+    poke(
+        &dir.store(),
+        RAW_SCANS,
+        "www.example",
+        b"\x01D\xff".as_slice(),
+    );
+    let store = DurableStore::open(&dir.store()).unwrap();
+    let err = store.domain_scans().unwrap_err();
+    assert!(
+        matches!(&err, StoreError::CorruptDomainScan { name, .. } if name == "www.example"),
+        "{err}"
+    );
+}
+
+#[test]
+fn another_schema_version_is_refused() {
+    let dir = TempDir::new("version");
+    drop(DurableStore::open(&dir.store()).unwrap());
+    poke(
+        &dir.store(),
+        RAW_META,
+        SCHEMA_VERSION_KEY,
+        SCHEMA_VERSION + 1,
+    );
+    let err = DurableStore::open(&dir.store()).unwrap_err();
+    assert!(
+        matches!(err, StoreError::VersionMismatch { found, supported, .. }
+            if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
+        "{err}"
+    );
+    assert!(err.to_string().contains("schema version 2"), "{err}");
+}
+
+#[test]
+fn a_foreign_database_or_file_is_refused() {
+    let dir = TempDir::new("foreign");
+    let other: TableDefinition<&str, &str> = TableDefinition::new("other");
+    poke(&dir.store(), other, "k", "v");
+    let err = DurableStore::open(&dir.store()).unwrap_err();
+    assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
+
+    let text = dir.0.join("notes.txt");
+    std::fs::write(&text, "not a database, just some text that is long enough").unwrap();
+    let err = DurableStore::open(&text).unwrap_err();
+    assert!(matches!(err, StoreError::Open { .. }), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A killed writer.
+
+/// Selects the child mode of [`a_killed_writer_loses_no_acknowledged_batch`]: the path of the
+/// store it writes.
+const CRASH_CHILD_ENV: &str = "PERISCOPE_DURABLE_CRASH_CHILD";
+/// New hosts per batch: batch `k` adds hosts `k * NEW + i`.
+const NEW_PER_BATCH: u32 = 3000;
+/// Hosts every batch rewrites, with the product title `batch k`.
+const SHARED: u32 = 200;
+/// First address of the shared hosts (241.0.0.0); new hosts count up from 240.0.0.0.
+const SHARED_BASE: u32 = 0xf100_0000;
+
+fn crash_time(k: u32) -> Timestamp {
+    Timestamp::from_unix(1_790_000_000 + i64::from(k)).unwrap()
+}
+
+/// Batch `k`: [`NEW_PER_BATCH`] hosts no other batch touches, and every shared host, all
+/// titled `batch k`.
+fn crash_batch(k: u32) -> Vec<Observation> {
+    let title = format!("batch {k}");
+    let new = (0..NEW_PER_BATCH).map(|i| 0xf000_0000 + k * NEW_PER_BATCH + i);
+    let shared = (0..SHARED).map(|i| SHARED_BASE + i);
+    let lines: Vec<String> = new
+        .chain(shared)
+        .map(|a| http_line(IpAddr::from(a.to_be_bytes()), crash_time(k), &title))
+        .collect();
+    parse(&lines.join("\n"), crash_time(u32::MAX >> 8))
+}
+
+/// The batch a record was last written by.
+fn batch_of(record: &HostRecord) -> u32 {
+    let title = &record
+        .services
+        .values()
+        .next()
+        .unwrap()
+        .product
+        .as_ref()
+        .unwrap()
+        .title;
+    title.strip_prefix("batch ").unwrap().parse().unwrap()
+}
+
+/// The child: applies batches 1, 2, … until killed, printing `committed k` after each commit.
+fn crash_child(path: &Path) {
+    let mut store = DurableStore::open(path).unwrap();
+    let mut out = std::io::stdout().lock();
+    let mut batch = crash_batch(1);
+    for k in 1..10_000 {
+        store.apply_batch(&batch).unwrap();
+        // Built before reporting, so a kill right after the report lands inside the next
+        // batch's transaction rather than in parsing.
+        batch = crash_batch(k + 1);
+        writeln!(out, "committed {k}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+#[test]
+fn a_killed_writer_loses_no_acknowledged_batch() {
+    if let Some(path) = std::env::var_os(CRASH_CHILD_ENV) {
+        crash_child(Path::new(&path));
+        return;
+    }
+    let dir = TempDir::new("crash");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_killed_writer_loses_no_acknowledged_batch",
+            "--nocapture",
+        ])
+        .env(CRASH_CHILD_ENV, dir.store())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut acknowledged = 0;
+    for line in lines.by_ref() {
+        if let Some(k) = line.unwrap().strip_prefix("committed ") {
+            acknowledged = k.parse().unwrap();
+            if acknowledged == 4 {
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        acknowledged, 4,
+        "the child stopped before committing 4 batches"
+    );
+    // Kill it while it works on batch 5 (SIGKILL: no destructors, no flush), at a varying
+    // point: during its writes, its commit, or after it.
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    std::thread::sleep(std::time::Duration::from_micros(u64::from(nanos % 25_000)));
+    child.kill().unwrap();
+    for line in lines {
+        if let Some(k) = line.unwrap().strip_prefix("committed ") {
+            acknowledged = k.parse().unwrap();
+        }
+    }
+    child.wait().unwrap();
+
+    let store = DurableStore::open(&dir.store()).unwrap();
+    let mut new_by_batch = BTreeMap::<u32, u32>::new();
+    let mut shared_batches = BTreeMap::<u32, u32>::new();
+    for record in store.hosts().unwrap() {
+        let record = record.unwrap();
+        let IpAddr::V4(a) = record.ip else {
+            panic!("unexpected {}", record.ip)
+        };
+        let k = batch_of(&record);
+        if u32::from(a) >= SHARED_BASE {
+            *shared_batches.entry(k).or_default() += 1;
+        } else {
+            assert_eq!((u32::from(a) - 0xf000_0000) / NEW_PER_BATCH, k);
+            *new_by_batch.entry(k).or_default() += 1;
+        }
+    }
+    // Every acknowledged batch is complete; at most one more (committed, not yet reported)
+    // is present, and it is complete too.
+    let last = *new_by_batch.keys().last().unwrap();
+    eprintln!("acknowledged {acknowledged}, stored {last}");
+    assert!(
+        last == acknowledged || last == acknowledged + 1,
+        "{last} vs {acknowledged}"
+    );
+    let expected: BTreeMap<u32, u32> = (1..=last).map(|k| (k, NEW_PER_BATCH)).collect();
+    assert_eq!(new_by_batch, expected);
+    // The shared hosts all carry the last committed batch: none is half-updated.
+    assert_eq!(shared_batches, BTreeMap::from([(last, SHARED)]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurement.
+
+/// Apply throughput on a synthetic dataset:
+/// `cargo test -p periscope-index --release --test durable -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement; run it in release mode"]
+fn measure_apply_throughput() {
+    const OBSERVATIONS: usize = 200_000;
+    // The batch size, 10,000 unless PERISCOPE_MEASURE_BATCH says otherwise.
+    let batch_size: usize =
+        std::env::var("PERISCOPE_MEASURE_BATCH").map_or(10_000, |v| v.parse().unwrap());
+    let dir = TempDir::new("measure");
+    let cfg = SynthConfig {
+        hosts: 90_000,
+        seed: 1,
+        as_of: ts(AS_OF),
+    };
+    let started = Instant::now();
+    let mut text = Vec::new();
+    write_dataset(&cfg, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let synth_time = started.elapsed();
+
+    let started = Instant::now();
+    let mut reader = ObservationReader::new(ts(AS_OF));
+    let observations: Vec<Observation> = text
+        .lines()
+        .filter_map(|line| reader.read_line(line).unwrap())
+        .take(OBSERVATIONS)
+        .collect();
+    let parse_time = started.elapsed();
+    assert_eq!(observations.len(), OBSERVATIONS, "the dataset is too small");
+    let json_bytes: usize = text.lines().take(OBSERVATIONS).map(|l| l.len() + 1).sum();
+
+    // The merge alone, in memory: the floor of any store.
+    let started = Instant::now();
+    let expected = in_memory(&observations);
+    let merge_time = started.elapsed();
+    let started = Instant::now();
+    let encoded: usize = expected
+        .hosts
+        .iter()
+        .map(|h| periscope_index::codec::encode_host(h).len())
+        .sum();
+    let encode_time = started.elapsed();
+    let started = Instant::now();
+    for h in &expected.hosts {
+        let bytes = periscope_index::codec::encode_host(h);
+        periscope_index::codec::decode_host(&bytes).unwrap();
+    }
+    let round_trip_time = started.elapsed();
+
+    let mut store = DurableStore::open(&dir.store()).unwrap();
+    let started = Instant::now();
+    let mut commits = std::time::Duration::ZERO;
+    for batch in observations.chunks(batch_size) {
+        let t = Instant::now();
+        store.apply_batch(batch).unwrap();
+        commits += t.elapsed();
+    }
+    let apply_time = started.elapsed();
+    let stats = store.stats().unwrap();
+
+    // Again: every observation superseded, nothing written (reads, decodes, merges, encodes).
+    let started = Instant::now();
+    for batch in observations.chunks(batch_size) {
+        let s = store.apply_batch(batch).unwrap();
+        assert_eq!(s.applied, 0);
+    }
+    let reapply_time = started.elapsed();
+
+    let started = Instant::now();
+    let reread: usize = store
+        .hosts()
+        .unwrap()
+        .map(|h| h.unwrap().services.len())
+        .sum();
+    let read_time = started.elapsed();
+    assert_eq!(state(&store), expected);
+
+    let rate = |d: std::time::Duration| OBSERVATIONS as f64 / d.as_secs_f64();
+    println!(
+        "observations: {OBSERVATIONS} in batches of {batch_size} ({json_bytes} bytes of JSON)"
+    );
+    println!(
+        "in-memory sizes: StoredService {} bytes, HostRecord {} bytes",
+        std::mem::size_of::<periscope_index::StoredService>(),
+        std::mem::size_of::<HostRecord>()
+    );
+    println!(
+        "hosts stored: {}, domain scans: {}, services: {reread}",
+        stats.hosts, stats.domain_scans
+    );
+    println!("synth (whole dataset): {synth_time:.2?}");
+    println!("parse: {parse_time:.2?} ({:.0} obs/s)", rate(parse_time));
+    println!(
+        "in-memory merge: {merge_time:.2?} ({:.0} obs/s)",
+        rate(merge_time)
+    );
+    println!(
+        "encode all records: {encode_time:.2?}; encode+decode: {round_trip_time:.2?}; \
+         {encoded} bytes encoded ({:.0} per host)",
+        encoded as f64 / stats.hosts as f64
+    );
+    println!(
+        "apply_batch (durable): {apply_time:.2?} ({:.0} obs/s), {:.1} ms per batch",
+        rate(apply_time),
+        commits.as_secs_f64() * 1000.0 / OBSERVATIONS.div_ceil(batch_size) as f64
+    );
+    println!(
+        "re-apply (nothing written): {reapply_time:.2?} ({:.0} obs/s)",
+        rate(reapply_time)
+    );
+    println!("read all hosts: {read_time:.2?}");
+    println!(
+        "file: {} bytes ({:.0} per host)",
+        stats.file_bytes,
+        stats.file_bytes as f64 / stats.hosts as f64
+    );
+}
