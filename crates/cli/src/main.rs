@@ -1,11 +1,14 @@
 //! The `periscope` binary: one executable whose subcommands drive the Periscope libraries.
 //!
 //! This file is glue: it parses the command line with clap and hands each subcommand to its
-//! module (`synth`, `validate`, `bench`), which does the work through library APIs. Exit
-//! codes: 0 success, 1 a check failed (`validate` rejected lines), 2 the command could not run
-//! (bad arguments, unreadable or unwritable files); errors are printed once, here.
+//! module (`synth`, `ingest`, `validate`, `bench`; `lines` is the line reader `ingest` and
+//! `validate` share), which does the work through library APIs. Exit codes: 0 success, 1 a
+//! check failed (`validate` rejected lines), 2 the command could not run (bad arguments,
+//! unreadable or unwritable files, a store error); errors are printed once, here.
 
 mod bench;
+mod ingest;
+mod lines;
 mod synth;
 mod validate;
 
@@ -25,6 +28,8 @@ struct Cli {
 enum Command {
     /// Generate a deterministic synthetic internet in the observation format.
     Synth(synth::Args),
+    /// Read observation files (JSON Lines, optionally gzip) into the scan store.
+    Ingest(ingest::Args),
     /// Check observation files line by line, as ingest would read them.
     Validate(validate::Args),
     /// Measure parts of Periscope.
@@ -36,6 +41,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Synth(args) => synth::run(&args),
+        Command::Ingest(args) => ingest::run(&args),
         Command::Validate(args) => validate::run(&args),
         Command::Bench(command) => bench::run(&command),
     };

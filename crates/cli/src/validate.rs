@@ -4,8 +4,9 @@
 //! For scanner operators writing their own exporters: run it on a sample of your output before
 //! ingesting. It prints the first rejected lines (20 by default), a summary per file of lines
 //! read, accepted (service observations by status, domain records) and rejected, and exits
-//! with 1 when any line was rejected. Lines longer than 1 MiB and lines that are not UTF-8 are
-//! rejected here, before the reader sees them; the rest of the file is still read.
+//! with 1 when any line was rejected. Lines are read by the reader `ingest` uses
+//! ([`crate::lines`]): lines longer than 1 MiB and lines that are not UTF-8 are rejected
+//! before the observation reader sees them, and the rest of the file is still read.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
@@ -14,12 +15,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use periscope_model::Timestamp;
-use periscope_model::observation::{Observation, ObservationReader, ScanStatus};
+use periscope_model::observation::{Observation, ScanStatus};
 
+use crate::lines::{ObservationLines, Parsed};
 use crate::synth::{group, now};
-
-/// The longest line the format allows, without its line end.
-const MAX_LINE: usize = 1 << 20;
 
 /// Arguments of `periscope validate`.
 #[derive(Debug, clap::Args)]
@@ -143,63 +142,25 @@ fn check(
              use `gunzip -c {name} | periscope validate -`"
         );
     }
-    let mut reader = ObservationReader::new(now);
+    let mut lines = ObservationLines::new(input, now);
     let mut tally = Tally::default();
-    let mut line = Vec::with_capacity(64 * 1024);
-    let mut reject = |tally: &mut Tally, out: &mut dyn Write, n: u64, field: &str, reason: &str| {
-        tally.rejected += 1;
-        if *shown < max {
-            *shown += 1;
-            writeln!(out, "{name}:line {n}: {field}: {reason}")
-        } else {
-            Ok(())
-        }
-    };
-    loop {
-        line.clear();
-        // Read at most one byte more than a line may hold (with `\r\n`), so memory stays bounded.
-        let read = input
-            .by_ref()
-            .take(MAX_LINE as u64 + 3)
-            .read_until(b'\n', &mut line)?;
-        if read == 0 {
-            break;
-        }
+    while let Some(parsed) = lines.next_line()? {
         tally.lines += 1;
-        let n = tally.lines;
-        if line.last() != Some(&b'\n') && line.len() > MAX_LINE + 2 {
-            input.skip_until(b'\n')?;
-            // Keep the reader's line count in step with ours.
-            let _ = reader.read_line("");
-            reject(&mut tally, out, n, "(line)", "longer than 1 MiB")?;
-            continue;
-        }
-        let mut content = line.as_slice();
-        content = content.strip_suffix(b"\n").unwrap_or(content);
-        content = content.strip_suffix(b"\r").unwrap_or(content);
-        if content.len() > MAX_LINE {
-            let _ = reader.read_line("");
-            reject(&mut tally, out, n, "(line)", "longer than 1 MiB")?;
-            continue;
-        }
-        let text = match std::str::from_utf8(content) {
-            Ok(text) => text,
-            Err(e) => {
-                let _ = reader.read_line("");
-                let reason = format!("not UTF-8 (invalid byte at column {})", e.valid_up_to() + 1);
-                reject(&mut tally, out, n, "(line)", &reason)?;
-                continue;
-            }
-        };
-        match reader.read_line(text) {
-            Ok(None) => tally.blank += 1,
-            Ok(Some(Observation::Service(s))) => match s.status {
+        match parsed {
+            Parsed::Blank => tally.blank += 1,
+            Parsed::Observation(Observation::Service(s)) => match s.status {
                 ScanStatus::Completed => tally.completed += 1,
                 ScanStatus::Partial => tally.partial += 1,
                 ScanStatus::Failed => tally.failed += 1,
             },
-            Ok(Some(Observation::Domain(_))) => tally.domain += 1,
-            Err(e) => reject(&mut tally, out, n, &e.field, &e.reason)?,
+            Parsed::Observation(Observation::Domain(_)) => tally.domain += 1,
+            Parsed::Rejected(r) => {
+                tally.rejected += 1;
+                if *shown < max {
+                    *shown += 1;
+                    writeln!(out, "{name}:line {}: {}: {}", r.line, r.field, r.reason)?;
+                }
+            }
         }
     }
     Ok(tally)

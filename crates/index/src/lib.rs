@@ -9,6 +9,9 @@
 //! - [`codec`] and [`durable`]: the embedded engine's durable store — a compact, versioned
 //!   binary encoding of host records and domain scans, and [`durable::DurableStore`], a redb
 //!   file keyed by host order where each batch of observations is applied in one transaction.
+//! - [`engine`]: [`EmbeddedIndex`], the embedded engine — roaring-bitmap postings over host
+//!   and service ordinals built from a snapshot of the host records, answering exactly as
+//!   the reference does (it renders through the reference's per-host code).
 //! - [`mod@reference`]: [`ReferenceIndex`], a deliberately simple engine that scans every host
 //!   record and applies the specification literally. It is the oracle that property tests
 //!   compare the fast engines with; it is not meant to be fast.
@@ -23,6 +26,7 @@
 pub mod api;
 pub mod codec;
 pub mod durable;
+pub mod engine;
 pub mod reference;
 pub mod store;
 
@@ -33,5 +37,6 @@ pub use api::{
     SearchRequest,
 };
 
+pub use engine::EmbeddedIndex;
 pub use reference::ReferenceIndex;
 pub use store::{ApplyOutcome, DomainScans, HostRecord, IndexConfig, StoredService};

@@ -10,13 +10,17 @@
 //!   row or a host detail shows;
 //! - `facets`: the six suggested-filter groups;
 //! - `exposure`: web-mercator geotiles and their buckets;
-//! - `detail`: the host-detail continuation.
+//! - `detail`: host-detail pages and their continuation.
+//!
+//! The per-host pieces (matching one host, its evidence, its result record, tiles, the
+//! continuation) are shared with the embedded engine (`crate::engine`), which finds the
+//! matching hosts with bitmaps and then answers exactly as this engine does.
 
-mod detail;
-mod exposure;
-mod facets;
-mod matching;
-mod records;
+pub(crate) mod detail;
+pub(crate) mod exposure;
+pub(crate) mod facets;
+pub(crate) mod matching;
+pub(crate) mod records;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -33,7 +37,6 @@ use crate::api::{
 use crate::store::{ApplyOutcome, DomainScans, HostRecord, IndexConfig};
 
 use matching::{Hit, HostView, Matcher};
-use records::{DomainScope, ServicePick};
 
 pub use exposure::{MAX_BUCKETS, tile_of};
 
@@ -108,21 +111,30 @@ impl ReferenceIndex {
 
     /// One host result of a search row.
     fn row(&self, hit: Hit<'_>, matcher: &Matcher<'_>) -> HostResult {
-        let (pick, domains) = match matcher.query() {
-            Query::Domain(_) => (ServicePick::None, DomainScope::WithScans(&self.domains)),
-            Query::Asn(_) => (ServicePick::None, DomainScope::Stored),
-            Query::Ip(_) | Query::Cidr(_) => (ServicePick::Preview(&[]), DomainScope::Stored),
-            Query::Filter(_) => (
-                ServicePick::Preview(matcher.service_clauses()),
-                DomainScope::Stored,
-            ),
-        };
-        HostResult {
-            host: records::host(&hit.view, pick, domains),
-            organization_matches: hit.organization,
-            domain_matches: hit.domain,
-            asn_matches: hit.asn,
-        }
+        records::row(hit, matcher.query(), matcher.service_clauses(), |ip| {
+            self.listing(ip)
+        })
+    }
+
+    /// Names of the domain-scan records listing `ip`, by name.
+    fn listing(&self, ip: IpAddr) -> Vec<&DomainName> {
+        self.domains.listing(ip).map(|scan| &scan.name).collect()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> IndexConfig {
+        self.config
+    }
+
+    /// Every stored record (hosts or not, expired services included), in host order: the
+    /// snapshot another engine can be built from.
+    pub fn records(&self) -> impl Iterator<Item = &HostRecord> {
+        self.hosts.values()
+    }
+
+    /// The stored domain-scan records.
+    pub fn domain_scans(&self) -> &DomainScans {
+        &self.domains
     }
 }
 
@@ -191,23 +203,6 @@ impl ScanIndex for ReferenceIndex {
         else {
             return Ok(None);
         };
-        let limit = limit.clamp(1, detail::MAX_LIMIT);
-        let rest: Vec<_> = view
-            .services
-            .iter()
-            .copied()
-            .filter(|s| after.is_none_or(|key| (s.port, s.protocol) > key))
-            .collect();
-        let page = &rest[..limit.min(rest.len())];
-        let next = (rest.len() > page.len())
-            .then(|| page.last().map(|s| detail::encode(ip, s.port, s.protocol)))
-            .flatten();
-        let mut host = records::host(
-            &view,
-            ServicePick::Page(page),
-            DomainScope::WithScans(&self.domains),
-        );
-        host.services_has_more = next.is_some();
-        Ok(Some(HostDetail { host, next }))
+        Ok(Some(detail::page(&view, after, limit, self.listing(ip))))
     }
 }

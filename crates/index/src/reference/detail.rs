@@ -1,25 +1,57 @@
-//! The host-detail continuation: an opaque string naming the last service of a page
+//! Host-detail pages ([`page`]) and their continuation: an opaque string naming the last service of a page
 //! (`port/protocol`) and bound to the address by its host-order key, so a continuation of one
 //! address is refused for another. Layout: `hd1.<32 hex digits of the key>.<port>.<token>`.
 
 use std::net::IpAddr;
 
-use periscope_model::{Port, ProtocolToken, ip_order_key};
+use periscope_model::{DomainName, Port, ProtocolToken, ip_order_key};
 
-use crate::api::IndexError;
+use super::matching::HostView;
+use super::records::{self, DomainScope, ServicePick};
+use crate::api::{HostDetail, IndexError};
 
 /// The largest page of services host detail returns.
-pub(super) const MAX_LIMIT: usize = 20;
+pub(crate) const MAX_LIMIT: usize = 20;
 
 const VERSION: &str = "hd1";
 
+/// One page of host detail: at most `limit` (clamped to 1..=[`MAX_LIMIT`]) current services
+/// strictly after the service `after` names, and the continuation when more follow.
+/// `listed`: the names of the domain-scan records listing the address, by name.
+pub(crate) fn page(
+    view: &HostView<'_>,
+    after: Option<(Port, ProtocolToken)>,
+    limit: usize,
+    listed: Vec<&DomainName>,
+) -> HostDetail {
+    let ip = view.ip();
+    let limit = limit.clamp(1, MAX_LIMIT);
+    let rest: Vec<_> = view
+        .services
+        .iter()
+        .copied()
+        .filter(|s| after.is_none_or(|key| (s.port, s.protocol) > key))
+        .collect();
+    let page = &rest[..limit.min(rest.len())];
+    let next = (rest.len() > page.len())
+        .then(|| page.last().map(|s| encode(ip, s.port, s.protocol)))
+        .flatten();
+    let mut host = records::host(
+        view,
+        ServicePick::Page(page),
+        DomainScope::WithScans(listed),
+    );
+    host.services_has_more = next.is_some();
+    HostDetail { host, next }
+}
+
 /// The continuation after the service `port`/`protocol` of `ip`.
-pub(super) fn encode(ip: IpAddr, port: Port, protocol: ProtocolToken) -> String {
+pub(crate) fn encode(ip: IpAddr, port: Port, protocol: ProtocolToken) -> String {
     format!("{VERSION}.{:032x}.{port}.{protocol}", ip_order_key(ip))
 }
 
 /// The service key a continuation names, when it was issued for `ip` and is well formed.
-pub(super) fn decode(text: &str, ip: IpAddr) -> Result<(Port, ProtocolToken), IndexError> {
+pub(crate) fn decode(text: &str, ip: IpAddr) -> Result<(Port, ProtocolToken), IndexError> {
     let mut parts = text.split('.');
     let (Some(VERSION), Some(key), Some(port), Some(protocol), None) = (
         parts.next(),

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::f64::consts::PI;
 
 use periscope_model::CountryCode;
+use periscope_model::record::Position;
 use periscope_query::Resolution;
 
 use super::matching::{Hit, Matcher, satisfies_all};
@@ -39,32 +40,62 @@ struct Tile {
     countries: BTreeMap<CountryCode, u32>,
 }
 
+/// What exposure needs of one matching host.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Point {
+    /// The stored position, if any.
+    pub position: Option<Position>,
+    /// The GeoIP country.
+    pub country: Option<CountryCode>,
+    /// The services counted for the host (see the semantics doc).
+    pub services: u64,
+}
+
+/// The services counted for a matching host: those satisfying every service-level clause
+/// of the query, or all its current services when it has none.
+fn services_of(clauses: &[periscope_query::Clause], hit: &Hit<'_>) -> u64 {
+    let services = &hit.view.services;
+    let n = if clauses.is_empty() {
+        services.len()
+    } else {
+        services
+            .iter()
+            .filter(|s| satisfies_all(clauses, s))
+            .count()
+    };
+    n as u64
+}
+
 /// The exposure answer over `hits`, every host matching `matcher`'s query.
-pub(super) fn exposure(
+pub(crate) fn exposure(
     matcher: &Matcher<'_>,
     hits: &[Hit<'_>],
     resolution: Resolution,
 ) -> Exposure {
-    let zoom = resolution.geotile_precision();
     let clauses = matcher.service_clauses();
-    let services_of = |hit: &Hit<'_>| -> u64 {
-        let services = &hit.view.services;
-        let n = if clauses.is_empty() {
-            services.len()
-        } else {
-            services
-                .iter()
-                .filter(|s| satisfies_all(clauses, s))
-                .count()
-        };
-        n as u64
-    };
+    exposure_of(
+        hits.iter().map(|hit| Point {
+            position: hit.view.rec.position.as_ref().map(|(p, _)| *p),
+            country: hit.view.country(),
+            services: services_of(clauses, hit),
+        }),
+        resolution,
+    )
+}
+
+/// The exposure answer over the matching hosts, given as points.
+pub(crate) fn exposure_of(
+    points: impl IntoIterator<Item = Point>,
+    resolution: Resolution,
+) -> Exposure {
+    let zoom = resolution.geotile_precision();
     let mut tiles: BTreeMap<(u32, u32), Tile> = BTreeMap::new();
     let mut service_count = 0;
-    for hit in hits {
-        let services = services_of(hit);
-        service_count += services;
-        let Some((position, _)) = &hit.view.rec.position else {
+    let mut unique_hosts = 0;
+    for point in points {
+        unique_hosts += 1;
+        service_count += point.services;
+        let Some(position) = point.position else {
             continue;
         };
         let tile = tiles
@@ -73,8 +104,8 @@ pub(super) fn exposure(
         tile.latitude_sum += position.latitude;
         tile.longitude_sum += position.longitude;
         tile.hosts += 1;
-        tile.services += services;
-        if let Some(country) = hit.view.country() {
+        tile.services += point.services;
+        if let Some(country) = point.country {
             *tile.countries.entry(country).or_default() += 1;
         }
     }
@@ -97,7 +128,7 @@ pub(super) fn exposure(
     let bounded = buckets.len() > MAX_BUCKETS;
     buckets.truncate(MAX_BUCKETS);
     Exposure {
-        unique_hosts: Count::exact(hits.len() as u64),
+        unique_hosts: Count::exact(unique_hosts),
         service_count,
         resolution,
         buckets,

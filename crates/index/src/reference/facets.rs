@@ -22,11 +22,12 @@ const BANDS: [(u8, u8); 4] = [(0, 39), (40, 69), (70, 89), (90, 100)];
 /// their text (protocol tokens and countries alphabetically, bands low to high, `no` before
 /// `yes`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Value {
+pub(crate) enum Value {
     Port(Port),
     Protocol(ProtocolToken),
     Product(String),
     Country(CountryCode),
+    /// A band, by its index in [`BANDS`].
     Cvss(usize),
     Exploit(bool),
 }
@@ -62,7 +63,8 @@ fn band_range(band: usize) -> Option<CvssRange> {
     CvssRange::new(Cvss::from_tenths(low).ok()?, Cvss::from_tenths(high).ok()?).ok()
 }
 
-fn query_field(field: FacetField) -> Field {
+/// The query field of a facet group.
+pub(crate) fn query_field(field: FacetField) -> Field {
     match field {
         FacetField::Port => Field::Port,
         FacetField::Protocol => Field::Protocol,
@@ -73,6 +75,13 @@ fn query_field(field: FacetField) -> Field {
     }
 }
 
+/// The band (index in [`BANDS`]) holding a score in tenths.
+pub(crate) fn band_of(tenths: u8) -> Option<usize> {
+    BANDS
+        .iter()
+        .position(|(low, high)| (*low..=*high).contains(&tenths))
+}
+
 /// The value of a service for a service-level group, if it has one.
 fn service_value(field: FacetField, s: &StoredService) -> Option<Value> {
     let vulns = s.vulnerabilities.as_ref();
@@ -80,13 +89,7 @@ fn service_value(field: FacetField, s: &StoredService) -> Option<Value> {
         FacetField::Port => Some(Value::Port(s.port)),
         FacetField::Protocol => Some(Value::Protocol(s.protocol)),
         FacetField::Product => s.product.as_ref().map(|p| Value::Product(p.title.clone())),
-        FacetField::Cvss => {
-            let score = vulns?.max_cvss?.tenths();
-            BANDS
-                .iter()
-                .position(|(low, high)| (*low..=*high).contains(&score))
-                .map(Value::Cvss)
-        }
+        FacetField::Cvss => band_of(vulns?.max_cvss?.tenths()).map(Value::Cvss),
         FacetField::Exploit => vulns.map(|v| Value::Exploit(v.has_exploits)),
         FacetField::Country => None,
     }
@@ -124,10 +127,7 @@ fn group(
             candidates.extend(services.filter_map(|s| service_value(field, s)));
         }
     }
-    let clauses: BTreeMap<Value, Clause> = candidates
-        .into_iter()
-        .filter_map(|v| v.clause().map(|c| (v, c)))
-        .collect();
+    let clauses = clauses_of(candidates);
     // Counts: a host counts for every value whose clause, with the other clauses, it matches.
     let host_level = Conditions {
         service: Vec::new(),
@@ -162,11 +162,34 @@ fn group(
             *counts.entry(v).or_default() += 1;
         }
     }
+    group_of(query, field, &clauses, |value| {
+        counts.get(value).copied().unwrap_or(0)
+    })
+}
+
+/// The candidate values that make a clause, with their clauses, in value order.
+pub(crate) fn clauses_of(candidates: BTreeSet<Value>) -> BTreeMap<Value, Clause> {
+    candidates
+        .into_iter()
+        .filter_map(|v| v.clause().map(|c| (v, c)))
+        .collect()
+}
+
+/// The group of `field` from its candidates and each one's count of hosts: the selected value
+/// first, then by count descending and value ascending, values with no host left out, at
+/// most [`MAX_VALUES`].
+pub(crate) fn group_of(
+    query: &FilterQuery,
+    field: FacetField,
+    clauses: &BTreeMap<Value, Clause>,
+    count: impl Fn(&Value) -> u64,
+) -> FacetGroup {
+    let own = query_field(field);
     let selected = query.get(own);
     let mut items: Vec<FacetValue> = clauses
         .iter()
         .filter_map(|(value, clause)| {
-            let n = counts.get(value).copied().unwrap_or(0);
+            let n = count(value);
             (n > 0).then(|| FacetValue {
                 value: value.text(),
                 clause: clause.clone(),

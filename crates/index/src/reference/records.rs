@@ -1,30 +1,32 @@
 //! The result records: one function, [`host`], turns a host view into the [`Host`] that a
-//! search row or a host detail shows, applying the "Host results" rules of the semantics doc
+//! search row ([`row`]) or a host detail shows, applying the "Host results" rules of the semantics doc
 //! (location and position, network, WHOIS without the description, reverse DNS for IPv4, the
 //! capped `domains` list, services with evidence that never carries error text).
 
+use std::net::IpAddr;
+
 use periscope_model::DomainName;
 use periscope_model::EvidenceKind;
-use periscope_model::observation::DomainScan;
 use periscope_model::record::{
     DomainEntry, DomainSource, Evidence, Host, Location, Network, Service, TlsEvidence,
     VulnerabilityView, Whois,
 };
-use periscope_query::Clause;
+use periscope_query::{Clause, Query};
 
-use super::matching::{HostView, enrichment, satisfies_all, stored_reverse_dns};
-use crate::store::{DomainScans, StoredService};
+use super::matching::{Hit, HostView, enrichment, satisfies_all, stored_reverse_dns};
+use crate::api::HostResult;
+use crate::store::StoredService;
 
 /// At most this many names per source in a `domains` list.
-pub(super) const NAMES_PER_SOURCE: usize = 10;
+pub(crate) const NAMES_PER_SOURCE: usize = 10;
 /// At most this many names per host in a `domains` list.
-pub(super) const NAMES_PER_HOST: usize = 25;
+pub(crate) const NAMES_PER_HOST: usize = 25;
 /// At most this many services in a search row's preview.
-pub(super) const PREVIEW_LEN: usize = 5;
+pub(crate) const PREVIEW_LEN: usize = 5;
 
 /// Which services a host result carries.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum ServicePick<'a> {
+pub(crate) enum ServicePick<'a> {
     /// None (domain and ASN results).
     None,
     /// A search-row preview for a query with these service-level clauses (maybe none).
@@ -34,16 +36,44 @@ pub(super) enum ServicePick<'a> {
 }
 
 /// Whether domain-scan records contribute names to the `domains` list.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum DomainScope<'a> {
+#[derive(Debug, Clone)]
+pub(crate) enum DomainScope<'a> {
     /// Stored names and certificate names only (search rows other than domain queries).
     Stored,
-    /// Also names of domain-scan records listing the address (domain rows, host detail).
-    WithScans(&'a DomainScans),
+    /// Also these names: of the domain-scan records listing the address, by name (domain
+    /// rows, host detail). Each engine finds them its own way.
+    WithScans(Vec<&'a DomainName>),
+}
+
+/// One search row: the result record of a matching host as the query's type shows it
+/// (domain and ASN rows carry no services; filter rows mark the services satisfying every
+/// service-level clause), with the hit's evidence. `listed` gives the names of the
+/// domain-scan records listing the address; it is called for domain queries only.
+pub(crate) fn row<'a>(
+    hit: Hit<'_>,
+    query: &Query,
+    service_clauses: &[Clause],
+    listed: impl FnOnce(IpAddr) -> Vec<&'a DomainName>,
+) -> HostResult {
+    let (pick, domains) = match query {
+        Query::Domain(_) => (
+            ServicePick::None,
+            DomainScope::WithScans(listed(hit.view.ip())),
+        ),
+        Query::Asn(_) => (ServicePick::None, DomainScope::Stored),
+        Query::Ip(_) | Query::Cidr(_) => (ServicePick::Preview(&[]), DomainScope::Stored),
+        Query::Filter(_) => (ServicePick::Preview(service_clauses), DomainScope::Stored),
+    };
+    HostResult {
+        host: host(&hit.view, pick, domains),
+        organization_matches: hit.organization,
+        domain_matches: hit.domain,
+        asn_matches: hit.asn,
+    }
 }
 
 /// The result record of a host.
-pub(super) fn host(view: &HostView<'_>, pick: ServicePick<'_>, scope: DomainScope<'_>) -> Host {
+pub(crate) fn host(view: &HostView<'_>, pick: ServicePick<'_>, scope: DomainScope<'_>) -> Host {
     let rec = view.rec;
     let e = enrichment(rec);
     let (domains, domains_has_more) = domains(view, scope);
@@ -114,13 +144,10 @@ fn domains(view: &HostView<'_>, scope: DomainScope<'_>) -> (Vec<DomainEntry>, bo
             .flat_map(|s| certificate_names(s))
             .collect(),
     ));
-    if let DomainScope::WithScans(scans) = scope {
+    if let DomainScope::WithScans(listed) = scope {
         sources.push((
             DomainSource::DomainScan,
-            scans
-                .listing(rec.ip)
-                .map(|s: &DomainScan| s.name.as_str().to_owned())
-                .collect(),
+            listed.iter().map(|name| name.as_str().to_owned()).collect(),
         ));
     }
     cap_names(sources)
@@ -128,7 +155,7 @@ fn domains(view: &HostView<'_>, scope: DomainScope<'_>) -> (Vec<DomainEntry>, bo
 
 /// Lists each name once under its first source, at most [`NAMES_PER_SOURCE`] per source and
 /// [`NAMES_PER_HOST`] in all; a name left out by a cap is not listed under a later source.
-pub(super) fn cap_names(sources: Vec<(DomainSource, Vec<String>)>) -> (Vec<DomainEntry>, bool) {
+pub(crate) fn cap_names(sources: Vec<(DomainSource, Vec<String>)>) -> (Vec<DomainEntry>, bool) {
     let mut seen: Vec<String> = Vec::new();
     let mut out: Vec<DomainEntry> = Vec::new();
     let mut has_more = false;
@@ -152,7 +179,7 @@ pub(super) fn cap_names(sources: Vec<(DomainSource, Vec<String>)>) -> (Vec<Domai
 
 /// The leaf certificate's names: SANs, then the common name when it is a DNS name not
 /// already listed.
-pub(super) fn certificate_names(s: &StoredService) -> Vec<String> {
+pub(crate) fn certificate_names(s: &StoredService) -> Vec<String> {
     let Some(c) = s.tls.as_ref().and_then(|t| t.certificate.as_ref()) else {
         return Vec::new();
     };
@@ -199,7 +226,7 @@ fn services(view: &HostView<'_>, pick: ServicePick<'_>) -> (Vec<Service>, bool) 
 }
 
 /// One service as a result shows it.
-pub(super) fn service(s: &StoredService, match_reasons: Vec<String>) -> Service {
+pub(crate) fn service(s: &StoredService, match_reasons: Vec<String>) -> Service {
     let product = s.product.as_ref();
     Service {
         port: s.port,

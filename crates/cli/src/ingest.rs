@@ -1,0 +1,553 @@
+//! `periscope ingest`: reads observation files (JSON Lines, optionally gzip-compressed, `-` for
+//! standard input) into the scan store `DIR/scan.redb`, in batches that are each one durable
+//! write transaction.
+//!
+//! Two threads share the work so two cores are busy: this one reads and parses lines
+//! ([`crate::lines`]) and fills batches; a store thread owns the [`DurableStore`] and applies
+//! each batch with [`DurableStore::apply_batch`]. They are joined by a bounded channel holding
+//! one batch, so at most three batches exist at once (one being filled, one waiting, one being
+//! applied) and a slow disk slows reading down instead of filling memory. Emptied batches go
+//! back to the reader to be refilled.
+//!
+//! A batch is acknowledged when `apply_batch` returns: it is then on disk, and a process killed
+//! afterwards keeps it. A killed run is completed by running the same command again, since
+//! re-applying an observation changes nothing (the current-observation rule of
+//! `docs/search-semantics.md`). Rejected lines do not stop the run; they are counted and the
+//! first [`SHOWN_REJECTIONS`] are printed in the summary. Progress goes to standard error: a
+//! progress bar on a terminal, a plain line every [`PLAIN_INTERVAL`] otherwise.
+
+use std::fs;
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use periscope_index::durable::{BatchSummary, DurableStore, StoreError, StoreStats};
+use periscope_model::observation::{Observation, ScanStatus};
+
+use crate::lines::{ObservationLines, Parsed, open_input};
+use crate::synth::{group, now};
+
+/// The store file inside the data directory.
+pub(crate) const STORE_FILE: &str = "scan.redb";
+/// Observations per batch unless `--batch` says otherwise.
+const DEFAULT_BATCH: usize = 20_000;
+/// The largest `--batch`.
+const MAX_BATCH: usize = 1_000_000;
+/// Rejected lines printed in the summary; the rest are counted.
+const SHOWN_REJECTIONS: usize = 20;
+/// How often a plain progress line is printed when standard error is not a terminal.
+const PLAIN_INTERVAL: Duration = Duration::from_secs(2);
+/// How often the progress bar is updated on a terminal.
+const BAR_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Arguments of `periscope ingest`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Each batch is one durable transaction: once acknowledged it survives a \
+    crash, and running the same command again completes an interrupted ingest (re-applying \
+    an observation changes nothing). Rejected lines are reported in the summary and skipped; \
+    they do not fail the run. Exit status: 0 when every input was read to its end, 2 when the \
+    command could not run (an input or the store could not be read or written). See \
+    docs/ingest.md."
+)]
+pub(crate) struct Args {
+    /// Observation files (JSON Lines, optionally gzip-compressed); '-' reads standard input.
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<PathBuf>,
+    /// Data directory, created when missing; the store is DIR/scan.redb.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "PERISCOPE_DATA",
+        default_value = "./data"
+    )]
+    data: PathBuf,
+    /// Observations per batch (one write transaction each), 1 to 1,000,000.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH, value_parser = parse_batch)]
+    batch: usize,
+    /// Print a line on standard error as each batch is acknowledged (for diagnostics and
+    /// tests).
+    #[arg(long, hide = true)]
+    log_batches: bool,
+}
+
+/// Parses `--batch`: digits (`_` allowed), 1 to [`MAX_BATCH`].
+fn parse_batch(s: &str) -> Result<usize, String> {
+    let digits: String = s.chars().filter(|c| *c != '_').collect();
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a whole number"))?;
+    if !(1..=MAX_BATCH).contains(&n) {
+        return Err(format!(
+            "a batch holds 1 to {} observations",
+            group(MAX_BATCH as u64)
+        ));
+    }
+    Ok(n)
+}
+
+/// Counters shared by the reader, the store thread and the progress reporter.
+#[derive(Debug, Default)]
+struct Progress {
+    /// Raw bytes read from the inputs (compressed bytes for gzip).
+    bytes: Arc<AtomicU64>,
+    /// Lines read.
+    lines: AtomicU64,
+    /// Observations in acknowledged batches.
+    acknowledged: AtomicU64,
+    /// Acknowledged batches.
+    batches: AtomicU64,
+    /// Set by the store thread when it stops on an error, so the reader stops too.
+    failed: AtomicBool,
+}
+
+/// What the reader saw.
+#[derive(Debug, Default)]
+struct ReadTally {
+    lines: u64,
+    blank: u64,
+    service: u64,
+    failed_service: u64,
+    domain: u64,
+    rejected: u64,
+    gzip_files: u64,
+    /// The first [`SHOWN_REJECTIONS`], as `FILE:line N: field: reason`.
+    shown: Vec<String>,
+    /// Time spent waiting for the store thread to take a batch.
+    waiting: Duration,
+}
+
+impl ReadTally {
+    fn observations(&self) -> u64 {
+        self.service + self.domain
+    }
+}
+
+/// What the store thread did.
+#[derive(Debug, Default)]
+struct StoreTally {
+    summary: BatchSummary,
+    batches: u64,
+    /// Time spent in `apply_batch`.
+    busy: Duration,
+}
+
+/// The store thread's result: the store back (for its statistics) and what it did.
+type StoreResult = Result<(DurableStore, StoreTally)>;
+
+/// Runs `periscope ingest`.
+pub(crate) fn run(args: &Args) -> Result<ExitCode> {
+    let started = Instant::now();
+    // Every file must be readable before the store is touched.
+    let mut total_bytes = Some(0u64);
+    for path in &args.files {
+        if path.as_os_str() == "-" {
+            total_bytes = None;
+            continue;
+        }
+        let file =
+            fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let len = file
+            .metadata()
+            .with_context(|| format!("cannot read the size of {}", path.display()))?
+            .len();
+        total_bytes = total_bytes.map(|t| t + len);
+    }
+    fs::create_dir_all(&args.data)
+        .with_context(|| format!("cannot create the data directory {}", args.data.display()))?;
+    let store_path = args.data.join(STORE_FILE);
+    let store = DurableStore::open(&store_path).map_err(store_error)?;
+
+    let progress = Arc::new(Progress::default());
+    let (batch_tx, batch_rx) = mpsc::sync_channel::<Vec<Observation>>(1);
+    let (spare_tx, spare_rx) = mpsc::sync_channel::<Vec<Observation>>(2);
+    let store_thread = {
+        let progress = Arc::clone(&progress);
+        let log = args.log_batches;
+        thread::Builder::new()
+            .name("ingest-store".into())
+            .spawn(move || apply_batches(store, &batch_rx, &spare_tx, &progress, log))
+            .context("cannot start the store thread")?
+    };
+    let reporter = Reporter::start(Arc::clone(&progress), total_bytes, started)?;
+
+    let read = read_inputs(args, &progress, &batch_tx, &spare_rx);
+    drop(batch_tx);
+    let stored = store_thread
+        .join()
+        .map_err(|_| anyhow!("the store thread panicked"))?;
+    reporter.stop();
+    let stopped = || {
+        format!(
+            "ingest stopped after {} observations in {} acknowledged batches (they stay in the \
+             store; running the same command again completes the ingest)",
+            group(progress.acknowledged.load(Ordering::Relaxed)),
+            group(progress.batches.load(Ordering::Relaxed)),
+        )
+    };
+    // A store error comes first: the reader only stopped because of it.
+    let (store, stored) = stored.with_context(stopped)?;
+    let tally = read.with_context(stopped)?;
+    let stats = store.stats().map_err(store_error)?;
+    drop(store);
+    let report = Report {
+        files: args.files.len(),
+        batch: args.batch,
+        read: &tally,
+        stored: &stored,
+        stats,
+        store_path: &store_path,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    report.write(&mut out)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads every input in order, sending full batches to the store thread and the last partial
+/// one at the end. Stops early, without error, when the store thread has failed (its error is
+/// the one reported).
+fn read_inputs(
+    args: &Args,
+    progress: &Progress,
+    batches: &SyncSender<Vec<Observation>>,
+    spares: &Receiver<Vec<Observation>>,
+) -> Result<ReadTally> {
+    let now = now();
+    let mut tally = ReadTally::default();
+    let mut batch = Vec::with_capacity(args.batch);
+    for path in &args.files {
+        let input = open_input(path, Arc::clone(&progress.bytes))?;
+        let name = input.name;
+        tally.gzip_files += u64::from(input.gzip);
+        let mut lines = ObservationLines::new(input.reader, now);
+        loop {
+            let parsed = match lines.next_line() {
+                Ok(Some(parsed)) => parsed,
+                Ok(None) => break,
+                Err(e) => {
+                    let what = if input.gzip {
+                        "reading (gzip)"
+                    } else {
+                        "reading"
+                    };
+                    return Err(e).with_context(|| format!("{what} {name}"));
+                }
+            };
+            tally.lines += 1;
+            progress.lines.store(tally.lines, Ordering::Relaxed);
+            match parsed {
+                Parsed::Blank => tally.blank += 1,
+                Parsed::Rejected(r) => {
+                    tally.rejected += 1;
+                    if tally.shown.len() < SHOWN_REJECTIONS {
+                        tally
+                            .shown
+                            .push(format!("{name}:line {}: {}: {}", r.line, r.field, r.reason));
+                    }
+                }
+                Parsed::Observation(obs) => {
+                    match &obs {
+                        Observation::Service(s) => {
+                            tally.service += 1;
+                            tally.failed_service += u64::from(s.status == ScanStatus::Failed);
+                        }
+                        Observation::Domain(_) => tally.domain += 1,
+                    }
+                    batch.push(obs);
+                    if batch.len() >= args.batch {
+                        let next = spares
+                            .try_recv()
+                            .unwrap_or_else(|_| Vec::with_capacity(args.batch));
+                        let full = std::mem::replace(&mut batch, next);
+                        if !send(batches, full, &mut tally.waiting) {
+                            return Ok(tally);
+                        }
+                    }
+                }
+            }
+            if progress.failed.load(Ordering::Relaxed) {
+                return Ok(tally);
+            }
+        }
+    }
+    if !batch.is_empty() {
+        send(batches, batch, &mut tally.waiting);
+    }
+    Ok(tally)
+}
+
+/// Hands a batch to the store thread, timing the wait; false when the store thread is gone.
+fn send(
+    batches: &SyncSender<Vec<Observation>>,
+    batch: Vec<Observation>,
+    waiting: &mut Duration,
+) -> bool {
+    let batch = match batches.try_send(batch) {
+        Ok(()) => return true,
+        Err(TrySendError::Disconnected(_)) => return false,
+        Err(TrySendError::Full(batch)) => batch,
+    };
+    let since = Instant::now();
+    let sent = batches.send(batch).is_ok();
+    *waiting += since.elapsed();
+    sent
+}
+
+/// The store thread: applies batches in order until the reader hangs up or a batch fails.
+fn apply_batches(
+    mut store: DurableStore,
+    batches: &Receiver<Vec<Observation>>,
+    spares: &SyncSender<Vec<Observation>>,
+    progress: &Progress,
+    log: bool,
+) -> StoreResult {
+    let mut tally = StoreTally::default();
+    while let Ok(mut batch) = batches.recv() {
+        let since = Instant::now();
+        let done = match store.apply_batch(&batch) {
+            Ok(done) => done,
+            Err(e) => {
+                progress.failed.store(true, Ordering::Relaxed);
+                return Err(store_error(e).context(format!(
+                    "applying batch {} ({} observations)",
+                    group(tally.batches + 1),
+                    group(batch.len() as u64)
+                )));
+            }
+        };
+        tally.busy += since.elapsed();
+        tally.batches += 1;
+        add(&mut tally.summary, &done);
+        let acknowledged = progress
+            .acknowledged
+            .fetch_add(batch.len() as u64, Ordering::Relaxed)
+            + batch.len() as u64;
+        progress.batches.store(tally.batches, Ordering::Relaxed);
+        if log {
+            eprintln!(
+                "ingest: batch {} acknowledged: {} observations, {} in all",
+                tally.batches,
+                batch.len(),
+                acknowledged
+            );
+        }
+        // The observations are freed here, off the reading thread; the vector goes back.
+        batch.clear();
+        let _ = spares.try_send(batch);
+    }
+    Ok((store, tally))
+}
+
+/// A store error as one message: its text already ends with the database's own error, so
+/// the source chain is not kept (main prints the chain, which would say it twice).
+fn store_error(e: StoreError) -> anyhow::Error {
+    anyhow!("{e}")
+}
+
+fn add(total: &mut BatchSummary, b: &BatchSummary) {
+    total.applied += b.applied;
+    total.superseded += b.superseded;
+    total.ignored += b.ignored;
+    total.hosts_written += b.hosts_written;
+    total.domain_scans_written += b.domain_scans_written;
+}
+
+/// Reports progress on standard error from its own thread until stopped.
+struct Reporter {
+    stop: SyncSender<()>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl Reporter {
+    fn start(progress: Arc<Progress>, total_bytes: Option<u64>, started: Instant) -> Result<Self> {
+        let (stop, stopped) = mpsc::sync_channel::<()>(1);
+        let bar = io::stderr()
+            .is_terminal()
+            .then(|| progress_bar(total_bytes));
+        let thread = thread::Builder::new()
+            .name("ingest-progress".into())
+            .spawn(move || {
+                let interval = if bar.is_some() {
+                    BAR_INTERVAL
+                } else {
+                    PLAIN_INTERVAL
+                };
+                // Wakes every interval until stopped (or the handle is dropped).
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
+                    let seconds = started.elapsed().as_secs_f64();
+                    match &bar {
+                        Some(bar) => {
+                            bar.set_position(progress.bytes.load(Ordering::Relaxed));
+                            bar.set_message(bar_message(&progress, seconds));
+                        }
+                        None => eprintln!("{}", plain_line(&progress, total_bytes, seconds)),
+                    }
+                }
+                if let Some(bar) = bar {
+                    bar.finish_and_clear();
+                }
+            })
+            .context("cannot start the progress thread")?;
+        Ok(Self { stop, thread })
+    }
+
+    fn stop(self) {
+        let _ = self.stop.try_send(());
+        // A panic in the reporter only loses progress output.
+        let _ = self.thread.join();
+    }
+}
+
+fn progress_bar(total_bytes: Option<u64>) -> ProgressBar {
+    let (bar, template) = match total_bytes {
+        Some(total) => (
+            ProgressBar::new(total),
+            "{spinner} {elapsed_precise} [{wide_bar}] {percent:>3}% {bytes_per_sec} eta {eta}\n  \
+             {bytes} of {total_bytes} read: {msg}",
+        ),
+        None => (
+            ProgressBar::no_length(),
+            "{spinner} {elapsed_precise} {bytes} read ({bytes_per_sec})\n  {msg}",
+        ),
+    };
+    let style = ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_draw_target(ProgressDrawTarget::stderr());
+    bar
+}
+
+fn rate(n: u64, seconds: f64) -> u64 {
+    (n as f64 / seconds.max(1e-9)) as u64
+}
+
+fn bar_message(p: &Progress, seconds: f64) -> String {
+    let acknowledged = p.acknowledged.load(Ordering::Relaxed);
+    format!(
+        "{} lines, {} observations stored, {} obs/s",
+        group(p.lines.load(Ordering::Relaxed)),
+        group(acknowledged),
+        group(rate(acknowledged, seconds)),
+    )
+}
+
+/// `ingest: 1,200,000 lines, 1,180,000 observations acknowledged in 59 batches, 180,000
+/// obs/s, 512.0 of 4,096.0 MB read (12%), 6.6 s`.
+fn plain_line(p: &Progress, total_bytes: Option<u64>, seconds: f64) -> String {
+    let acknowledged = p.acknowledged.load(Ordering::Relaxed);
+    let bytes = p.bytes.load(Ordering::Relaxed);
+    let read = match total_bytes {
+        Some(total) if total > 0 => format!(
+            "{} of {} MB read ({}%)",
+            megabytes(bytes),
+            megabytes(total),
+            bytes * 100 / total
+        ),
+        _ => format!("{} MB read", megabytes(bytes)),
+    };
+    format!(
+        "ingest: {} lines, {} observations acknowledged in {} batches, {} obs/s, {read}, {seconds:.1} s",
+        group(p.lines.load(Ordering::Relaxed)),
+        group(acknowledged),
+        group(p.batches.load(Ordering::Relaxed)),
+        group(rate(acknowledged, seconds)),
+    )
+}
+
+fn megabytes(bytes: u64) -> String {
+    let tenths = bytes / 100_000;
+    format!("{}.{}", group(tenths / 10), tenths % 10)
+}
+
+/// The summary of a completed run.
+struct Report<'a> {
+    files: usize,
+    batch: usize,
+    read: &'a ReadTally,
+    stored: &'a StoreTally,
+    stats: StoreStats,
+    store_path: &'a Path,
+    seconds: f64,
+}
+
+impl Report<'_> {
+    fn write(&self, out: &mut impl Write) -> io::Result<()> {
+        let (r, s) = (self.read, &self.stored.summary);
+        let gzip = match r.gzip_files {
+            0 => String::new(),
+            n => format!(", {n} gzip"),
+        };
+        writeln!(
+            out,
+            "ingested {} file{}{gzip} in {:.1} s",
+            self.files,
+            if self.files == 1 { "" } else { "s" },
+            self.seconds
+        )?;
+        writeln!(
+            out,
+            "lines read:        {} ({} rejected, {} blank)",
+            group(r.lines),
+            group(r.rejected),
+            group(r.blank)
+        )?;
+        writeln!(
+            out,
+            "observations:      {} ({} service, {} domain records), {} obs/s",
+            group(r.observations()),
+            group(r.service),
+            group(r.domain),
+            group(rate(r.observations(), self.seconds))
+        )?;
+        writeln!(out, "applied:           {}", group(s.applied))?;
+        writeln!(out, "superseded:        {}", group(s.superseded))?;
+        writeln!(out, "ignored (failed):  {}", group(s.ignored))?;
+        writeln!(
+            out,
+            "records written:   {} hosts, {} domain scans",
+            group(s.hosts_written),
+            group(s.domain_scans_written)
+        )?;
+        writeln!(
+            out,
+            "store:             {}: {} hosts, {} domain names, {} MB",
+            self.store_path.display(),
+            group(self.stats.hosts),
+            group(self.stats.domain_scans),
+            megabytes(self.stats.file_bytes)
+        )?;
+        writeln!(
+            out,
+            "batches:           {} of up to {}; store busy {:.1} s, reader waited {:.1} s",
+            group(self.stored.batches),
+            group(self.batch as u64),
+            self.stored.busy.as_secs_f64(),
+            r.waiting.as_secs_f64()
+        )?;
+        if r.rejected > 0 {
+            writeln!(
+                out,
+                "rejected lines (skipped; nothing of them was applied):"
+            )?;
+            for line in &r.shown {
+                writeln!(out, "{line}")?;
+            }
+            let rest = r.rejected - r.shown.len() as u64;
+            if rest > 0 {
+                writeln!(out, "{} more rejected lines not shown", group(rest))?;
+            }
+        }
+        Ok(())
+    }
+}

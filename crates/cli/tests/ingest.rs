@@ -1,0 +1,373 @@
+//! End-to-end tests of `periscope ingest`: a synthetic dataset ingested from a file, from gzip
+//! and from standard input gives the same store; the summary agrees with `periscope validate`;
+//! re-ingesting applies nothing; bad lines are reported and skipped; a missing file or a bad
+//! `--batch` exits with 2; and an ingest killed with SIGKILL keeps its acknowledged batches and
+//! is completed by running it again.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use periscope_index::DomainScans;
+use periscope_index::HostRecord;
+use periscope_index::durable::DurableStore;
+
+fn periscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_periscope"))
+        .args(args)
+        .env_remove("PERISCOPE_DATA")
+        .output()
+        .expect("the binary runs")
+}
+
+/// A fresh directory for one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ingest-{test}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+/// A synthetic dataset of `hosts` hosts, written by the binary.
+fn dataset(dir: &Path, hosts: u64) -> PathBuf {
+    let file = dir.join("synth.jsonl");
+    let out = periscope(&[
+        "synth",
+        "--hosts",
+        &hosts.to_string(),
+        "--as-of",
+        "2026-01-01",
+        "--out",
+        path_str(&file),
+    ]);
+    assert!(out.status.success(), "synth failed: {}", text(&out.stderr));
+    file
+}
+
+/// Runs `periscope ingest --data DATA ARGS...`, which must succeed; returns its stdout.
+fn ingest(data: &Path, args: &[&str]) -> String {
+    let mut all = vec!["ingest", "--data", path_str(data)];
+    all.extend_from_slice(args);
+    let out = periscope(&all);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{all:?}: {stdout}{}",
+        text(&out.stderr)
+    );
+    stdout
+}
+
+/// The number after `label` in a report (`applied:           1,234` → 1234).
+fn count(report: &str, label: &str) -> u64 {
+    let at = report
+        .find(label)
+        .unwrap_or_else(|| panic!("no {label:?} in {report}"));
+    let digits: String = report[at + label.len()..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after {label:?} in {report}"))
+}
+
+/// Everything in the store of `data`: host records in host order and domain scans.
+fn contents(data: &Path) -> (Vec<HostRecord>, DomainScans) {
+    let store = DurableStore::open(&data.join("scan.redb")).expect("the store opens");
+    let hosts = store
+        .hosts()
+        .expect("hosts")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("records decode");
+    (hosts, store.domain_scans().expect("domain scans"))
+}
+
+#[test]
+fn summary_agrees_with_validate_and_reingest_applies_nothing() {
+    let dir = scratch("summary");
+    let file = dataset(&dir, 2000);
+    let data = dir.join("data");
+    let report = ingest(&data, &[path_str(&file)]);
+    let validate = text(&periscope(&["validate", path_str(&file)]).stdout);
+
+    let lines = count(&validate, ": ");
+    assert_eq!(count(&report, "lines read:"), lines, "{report}{validate}");
+    assert!(report.contains("(0 rejected, 0 blank)"), "{report}");
+    let accepted = count(&validate, "lines read:");
+    let applied = count(&report, "applied:");
+    let superseded = count(&report, "superseded:");
+    let ignored = count(&report, "ignored (failed):");
+    assert!(applied > 0 && superseded > 0, "{report}");
+    assert_eq!(
+        applied + superseded + ignored,
+        accepted,
+        "{report}{validate}"
+    );
+    assert_eq!(count(&report, "observations:"), accepted, "{report}");
+    assert_eq!(ignored, count(&validate, "partial,"), "{report}{validate}");
+    assert_eq!(
+        count(&report, "service,"),
+        count(&validate, "failed;"),
+        "{report}{validate}"
+    );
+    let (hosts, scans) = contents(&data);
+    assert_eq!(count(&report, "scan.redb:"), hosts.len() as u64, "{report}");
+    assert_eq!(
+        count(&report, "hosts,"),
+        scans.by_name.len() as u64,
+        "{report}"
+    );
+    assert!(hosts.len() > 1900 && hosts.len() <= 2000, "{}", hosts.len());
+
+    let again = ingest(&data, &[path_str(&file)]);
+    assert_eq!(count(&again, "applied:"), 0, "{again}");
+    assert_eq!(
+        count(&again, "superseded:"),
+        applied + superseded,
+        "{again}"
+    );
+    assert_eq!(count(&again, "records written:"), 0, "{again}");
+    assert_eq!(
+        contents(&data),
+        (hosts, scans),
+        "re-ingesting changed the store"
+    );
+}
+
+#[test]
+fn gzip_and_stdin_give_the_same_store() {
+    let dir = scratch("gzip-stdin");
+    let file = dataset(&dir, 500);
+    let plain = dir.join("plain");
+    ingest(&plain, &[path_str(&file)]);
+    let expected = contents(&plain);
+    assert!(!expected.0.is_empty());
+
+    // Two gzip members, in a file whose name does not say gzip: the magic bytes decide.
+    let bytes = std::fs::read(&file).expect("read");
+    let half = bytes[..bytes.len() / 2]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .expect("a line end")
+        + 1;
+    let mut gz = Vec::new();
+    for part in [&bytes[..half], &bytes[half..]] {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(part).expect("compress");
+        gz.extend(encoder.finish().expect("compress"));
+    }
+    let gz_file = dir.join("observations.dat");
+    std::fs::write(&gz_file, &gz).expect("write");
+    let from_gz = dir.join("gz");
+    let report = ingest(&from_gz, &[path_str(&gz_file)]);
+    assert!(report.contains("1 file, 1 gzip"), "{report}");
+    assert_eq!(
+        contents(&from_gz),
+        expected,
+        "gzip input gave another store"
+    );
+
+    // Standard input, gzip-compressed, with the data directory from the environment.
+    let from_stdin = dir.join("stdin");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_periscope"))
+        .args(["ingest", "-"])
+        .env("PERISCOPE_DATA", &from_stdin)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&gz)
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("the binary finishes");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(contents(&from_stdin), expected, "stdin gave another store");
+}
+
+#[test]
+fn bad_lines_are_reported_and_the_good_ones_applied() {
+    let dir = scratch("bad-lines");
+    let good = std::fs::read_to_string(dataset(&dir, 50)).expect("read");
+    let mut good_lines = good.lines();
+    let first = good_lines.next().expect("a line");
+    let second = good_lines.next().expect("a line");
+    let bad_port = first.replacen("\"port\":", "\"port\":70000,\"x_port\":", 1);
+    let mut content = format!("{first}\n{bad_port}\nnot json\n\n{second}\r\n").into_bytes();
+    content.extend_from_slice(b"{\"kind\":\"domain\xff\"}\n");
+    for _ in 0..22 {
+        content.extend_from_slice(b"[]\n");
+    }
+    let file = dir.join("mixed.jsonl");
+    std::fs::write(&file, content).expect("write");
+    let path = path_str(&file);
+    let data = dir.join("data");
+    let report = ingest(&data, &["--batch", "1", path]);
+
+    assert!(report.contains(&format!("{path}:line 2: ")), "{report}");
+    assert!(
+        report.contains(&format!("{path}:line 3: (line): ")),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("{path}:line 6: (line): not UTF-8")),
+        "{report}"
+    );
+    for fine in [1, 4, 5] {
+        assert!(
+            !report.contains(&format!("{path}:line {fine}:")),
+            "line {fine} reported: {report}"
+        );
+    }
+    // 25 rejected: the first 20 are shown.
+    assert!(report.contains(&format!("{path}:line 23: ")), "{report}");
+    assert!(!report.contains(&format!("{path}:line 24: ")), "{report}");
+    assert!(
+        report.contains("5 more rejected lines not shown"),
+        "{report}"
+    );
+    assert!(report.contains("28 (25 rejected, 1 blank)"), "{report}");
+    assert_eq!(count(&report, "observations:"), 2, "{report}");
+    assert_eq!(
+        count(&report, "applied:")
+            + count(&report, "superseded:")
+            + count(&report, "ignored (failed):"),
+        2
+    );
+    assert!(
+        report.contains("batches:           2 of up to 1;"),
+        "{report}"
+    );
+}
+
+#[test]
+fn errors_exit_with_2_and_say_what_is_wrong() {
+    let dir = scratch("errors");
+    let file = dataset(&dir, 10);
+    let data = dir.join("data");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[path_str(&file), "/nonexistent-periscope-file.jsonl"],
+            "cannot open /nonexistent-periscope-file.jsonl",
+        ),
+        (&["--batch", "0", path_str(&file)], "1 to 1,000,000"),
+        (&["--batch", "1000001", path_str(&file)], "1 to 1,000,000"),
+        (&[], "FILE"),
+    ];
+    for (args, needle) in cases {
+        let mut all = vec!["ingest", "--data", path_str(&data)];
+        all.extend_from_slice(args);
+        let out = periscope(&all);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert_eq!(stderr.matches("error:").count(), 1, "{args:?}: {stderr}");
+    }
+    assert!(!data.exists(), "a refused run created the data directory");
+
+    // A data directory that is a file.
+    let out = periscope(&["ingest", "--data", path_str(&file), path_str(&file)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot create the data directory"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A store another process holds.
+    let held = dir.join("held");
+    std::fs::create_dir_all(&held).expect("mkdir");
+    let store = DurableStore::open(&held.join("scan.redb")).expect("the store opens");
+    let out = periscope(&["ingest", "--data", path_str(&held), path_str(&file)]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot open the scan store"), "{stderr}");
+    assert_eq!(stderr.matches("already open").count(), 1, "{stderr}");
+    drop(store);
+
+    // A truncated gzip file is an input error, not a rejected line.
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder
+        .write_all(&std::fs::read(&file).expect("read"))
+        .expect("compress");
+    let gz = encoder.finish().expect("compress");
+    let truncated = dir.join("truncated.jsonl.gz");
+    std::fs::write(&truncated, &gz[..gz.len() / 2]).expect("write");
+    let out = periscope(&["ingest", "--data", path_str(&data), path_str(&truncated)]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("ingest stopped after 0 observations") && stderr.contains("reading (gzip)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn killed_ingest_keeps_acknowledged_batches_and_completes_on_rerun() {
+    let dir = scratch("kill");
+    let file = dataset(&dir, 5000);
+    let data = dir.join("data");
+    let args = [
+        "ingest",
+        "--data",
+        path_str(&data),
+        "--batch",
+        "50",
+        "--log-batches",
+        path_str(&file),
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_periscope"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut acknowledged = 0u64;
+    for line in BufReader::new(stderr).lines() {
+        let line = line.expect("stderr is text");
+        if line.starts_with("ingest: batch 3 acknowledged") {
+            acknowledged = count(&line, "observations,");
+            break;
+        }
+    }
+    assert!(acknowledged >= 150, "no batch acknowledged before the kill");
+    child.kill().expect("kill");
+    let status = child.wait().expect("wait");
+    {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(9), "the ingest ended before the kill");
+    }
+    let (partial, _) = contents(&data);
+    assert!(!partial.is_empty(), "acknowledged batches were lost");
+
+    let rerun = ingest(&data, &args[3..]);
+    assert!(count(&rerun, "superseded:") > 0, "{rerun}");
+    let clean = dir.join("clean");
+    ingest(&clean, &[path_str(&file)]);
+    let (complete, scans) = contents(&data);
+    assert!(
+        partial.len() < complete.len(),
+        "the kill came after the end"
+    );
+    assert_eq!(
+        (complete, scans),
+        contents(&clean),
+        "killed + rerun differs from one clean ingest"
+    );
+}

@@ -1,0 +1,509 @@
+//! The embedded engine: [`EmbeddedIndex`] answers every [`ScanIndex`] question with set
+//! arithmetic over roaring bitmaps, built once from a snapshot of the host records.
+//!
+//! - Hosts get ordinals `0..n` in host order (a sorted `Vec<u128>` of order keys: exact IP,
+//!   CIDR ranges and `after` are binary searches); services get ordinals `0..m` in host
+//!   order, then port and protocol, with a service → host map and each host's service range.
+//! - `postings`: per value, the bitmap of services (port, protocol, product words, CPE, CVE,
+//!   CVSS in tenths, exploit flag, certificate names) or of hosts (country, ASN, stored names
+//!   under each parent domain, organization values).
+//! - A filter query intersects the postings of its service-level clauses (so every match is
+//!   one service), maps them to hosts, and intersects the host-level postings. Counts are
+//!   cardinalities; pages walk the host bitmap from the ordinal after `after`.
+//! - `facets`: per group, candidates from the matching services' columns, counts from
+//!   posting intersections.
+//! - `scans`: the domain-scan records by name (and parent domain) and by listed address.
+//!
+//! What is shown is not re-derived here: matching hosts become result records, evidence,
+//! tiles and host-detail pages through the reference engine's per-host code, so the answers
+//! are the reference's by construction, and the property tests (`tests/engine.rs`) check the
+//! sets.
+//!
+//! **Snapshot:** the retention window is applied when the index is built — each host keeps
+//! the services current at the build time `now`, and addresses left without one are dropped.
+//! The `now` of a request is not consulted: to move the window (or to see new
+//! observations), build a new index. (A later step swaps snapshots atomically.)
+//! **Memory:** this version keeps every host record in memory to render results; the
+//! postings themselves take a small fraction of that ([`EmbeddedIndex::stats`]).
+
+mod facets;
+mod postings;
+mod scans;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use periscope_model::observation::DomainScan;
+use periscope_model::record::Position;
+use periscope_model::{CountryCode, DomainName, Timestamp, ip_order_key};
+use periscope_query::{Clause, FilterQuery, Phrase, Query, Resolution};
+use roaring::RoaringBitmap;
+
+use crate::api::{
+    Count, Exposure, Facets, HostDetail, HostResult, IndexError, ScanIndex, SearchOutcome,
+    SearchPage, SearchRequest,
+};
+use crate::durable::{DurableStore, StoreError};
+use crate::reference::exposure::{Point, exposure_of};
+use crate::reference::matching::{
+    Hit, HostView, asn_matches, domain_matches, organization_matches,
+};
+use crate::reference::{detail, records};
+use crate::store::{DomainScans, HostRecord, IndexConfig};
+
+use postings::{HostPostings, ServicePostings, intersect};
+use scans::ScanRecords;
+
+/// Why an index could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The records were not in strictly ascending host order.
+    #[error("host records out of order: {ip} does not follow the previous address")]
+    OutOfOrder {
+        /// The first address out of place.
+        ip: IpAddr,
+    },
+    /// More hosts or services than 32-bit ordinals can number.
+    #[error("too many hosts or services for one index")]
+    TooLarge,
+    /// Reading the durable store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Sizes of a built index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Hosts (addresses with a current service at the build time).
+    pub hosts: u64,
+    /// Current services.
+    pub services: u64,
+    /// Approximate bytes of the postings, the per-service columns, the ordinal maps and the
+    /// domain-scan lookups — everything but the host records kept for rendering.
+    pub index_bytes: u64,
+}
+
+/// The embedded engine over one snapshot; see the module documentation.
+#[derive(Debug)]
+pub struct EmbeddedIndex {
+    config: IndexConfig,
+    built_at: Timestamp,
+    /// Host ordinal → host-order key, ascending.
+    keys: Vec<u128>,
+    /// Host ordinal → record, holding only the services current at `built_at`.
+    records: Vec<HostRecord>,
+    /// Host ordinal → first service ordinal; one more entry closes the last range.
+    service_start: Vec<u32>,
+    /// Service ordinal → host ordinal.
+    service_host: Vec<u32>,
+    /// Host ordinal → position and GeoIP country (what exposure reads of every match).
+    places: Vec<(Option<Position>, Option<CountryCode>)>,
+    services: ServicePostings,
+    hosts: HostPostings,
+    scans: ScanRecords,
+}
+
+/// The hosts a query matches, with what their evidence needs.
+struct Selection<'a> {
+    /// Matching host ordinals.
+    hosts: RoaringBitmap,
+    /// Filter queries with service-level clauses: the services satisfying all of them.
+    services: Option<RoaringBitmap>,
+    evidence: Evidence<'a>,
+}
+
+enum Evidence<'a> {
+    None,
+    Asn(periscope_model::Asn),
+    Domain {
+        name: &'a DomainName,
+        /// Ordinals of hosts DNS resolved the name to.
+        resolved: RoaringBitmap,
+        /// Per host-order key: names of the name's domain-scan records listing it.
+        listed: HashMap<u128, Vec<&'a DomainName>>,
+    },
+    Organization(&'a Phrase),
+}
+
+impl EmbeddedIndex {
+    /// Builds the index of `records` (strictly ascending host order, as
+    /// [`DurableStore::hosts`] yields them) and `domains`, keeping what is current at `now`.
+    pub fn build(
+        config: IndexConfig,
+        now: Timestamp,
+        records: impl IntoIterator<Item = HostRecord>,
+        domains: DomainScans,
+    ) -> Result<Self, BuildError> {
+        Self::try_build(config, now, records.into_iter().map(Ok), domains)
+    }
+
+    /// Builds the index of everything in `store` (one consistent read), current at `now`.
+    pub fn from_store(
+        store: &DurableStore,
+        config: IndexConfig,
+        now: Timestamp,
+    ) -> Result<Self, BuildError> {
+        let domains = store.domain_scans()?;
+        Self::try_build(config, now, store.hosts()?, domains)
+    }
+
+    fn try_build(
+        config: IndexConfig,
+        now: Timestamp,
+        records: impl Iterator<Item = Result<HostRecord, StoreError>>,
+        domains: DomainScans,
+    ) -> Result<Self, BuildError> {
+        let cutoff = now.unix().saturating_sub(config.retention_secs);
+        let mut index = Self {
+            config,
+            built_at: now,
+            keys: Vec::new(),
+            records: Vec::new(),
+            service_start: vec![0],
+            service_host: Vec::new(),
+            places: Vec::new(),
+            services: ServicePostings::default(),
+            hosts: HostPostings::default(),
+            scans: ScanRecords::new(domains),
+        };
+        let mut previous: Option<u128> = None;
+        for rec in records {
+            let mut rec = rec?;
+            let key = ip_order_key(rec.ip);
+            if previous.is_some_and(|last| last >= key) {
+                return Err(BuildError::OutOfOrder { ip: rec.ip });
+            }
+            previous = Some(key);
+            rec.services.retain(|_, s| s.observed_at.unix() >= cutoff);
+            if rec.services.is_empty() {
+                continue;
+            }
+            let host = u32::try_from(index.records.len()).map_err(|_| BuildError::TooLarge)?;
+            for s in rec.services.values() {
+                let service =
+                    u32::try_from(index.service_host.len()).map_err(|_| BuildError::TooLarge)?;
+                index.services.add(service, s);
+                index.service_host.push(host);
+            }
+            let end = u32::try_from(index.service_host.len()).map_err(|_| BuildError::TooLarge)?;
+            index.service_start.push(end);
+            index.hosts.add(host, &rec);
+            index.places.push((
+                rec.position.as_ref().map(|(p, _)| *p),
+                rec.location.as_ref().and_then(|(l, _)| l.country_code),
+            ));
+            index.keys.push(key);
+            index.records.push(rec);
+        }
+        Ok(index)
+    }
+
+    /// The instant the retention window was applied at.
+    pub fn built_at(&self) -> Timestamp {
+        self.built_at
+    }
+
+    /// Sizes of the index.
+    pub fn stats(&self) -> EngineStats {
+        let ordinals = self.keys.len() * 16
+            + (self.service_start.len() + self.service_host.len()) * 4
+            + self.places.len() * size_of::<(Option<Position>, Option<CountryCode>)>();
+        let bytes = ordinals + self.services.heap_bytes() + self.hosts.heap_bytes();
+        EngineStats {
+            hosts: self.keys.len() as u64,
+            services: self.service_host.len() as u64,
+            index_bytes: bytes as u64,
+        }
+    }
+
+    fn host_count(&self) -> u32 {
+        // `try_build` numbers hosts with `u32`.
+        u32::try_from(self.keys.len()).unwrap_or(u32::MAX)
+    }
+
+    /// The ordinal of the host at host-order key `key`.
+    fn ordinal_of(&self, key: u128) -> Option<u32> {
+        self.keys
+            .binary_search(&key)
+            .ok()
+            .and_then(|i| u32::try_from(i).ok())
+    }
+
+    /// The first ordinal whose key is at least `key`.
+    fn ordinal_from(&self, key: u128) -> u32 {
+        u32::try_from(self.keys.partition_point(|k| *k < key)).unwrap_or(u32::MAX)
+    }
+
+    /// The services of host `h`, as a range of service ordinals.
+    fn service_range(&self, h: u32) -> std::ops::Range<u32> {
+        let h = h as usize;
+        let start = self.service_start.get(h).copied().unwrap_or(0);
+        let end = self.service_start.get(h + 1).copied().unwrap_or(start);
+        start..end
+    }
+
+    fn view(&self, h: u32) -> Option<HostView<'_>> {
+        let rec = self.records.get(h as usize)?;
+        Some(HostView {
+            rec,
+            services: rec.services.values().collect(),
+        })
+    }
+
+    fn all_hosts(&self) -> RoaringBitmap {
+        let mut all = RoaringBitmap::new();
+        all.insert_range(0..self.host_count());
+        all
+    }
+
+    /// The hosts owning the given services.
+    fn hosts_of(&self, services: &RoaringBitmap) -> RoaringBitmap {
+        let mut hosts = Vec::new();
+        let mut it = services.iter();
+        while let Some(s) = it.next() {
+            let Some(h) = self.service_host.get(s as usize).copied() else {
+                break;
+            };
+            hosts.push(h);
+            // The host's other services add nothing.
+            it.advance_to(self.service_range(h).end);
+        }
+        RoaringBitmap::from_sorted_iter(hosts).unwrap_or_default()
+    }
+
+    /// The services satisfying every service-level clause among `clauses`; `None` when there
+    /// is none.
+    fn services_satisfying<'c>(
+        &self,
+        clauses: impl IntoIterator<Item = &'c Clause>,
+    ) -> Option<RoaringBitmap> {
+        let postings: Vec<_> = clauses
+            .into_iter()
+            .filter(|c| c.is_service_level())
+            .map(|c| self.services.posting(c))
+            .collect();
+        if postings.is_empty() {
+            return None;
+        }
+        Some(intersect(postings.iter().map(AsRef::as_ref).collect()))
+    }
+
+    /// The hosts satisfying every host-level clause among `clauses`; `None` when there is
+    /// none.
+    fn hosts_satisfying<'c>(
+        &self,
+        clauses: impl IntoIterator<Item = &'c Clause>,
+    ) -> Option<RoaringBitmap> {
+        let mut acc: Option<RoaringBitmap> = None;
+        for clause in clauses {
+            let hosts = match clause {
+                Clause::Country(cc) => self.hosts.country(*cc).into_owned(),
+                Clause::Organization(phrase) => self.hosts.organization(phrase),
+                _ => continue,
+            };
+            acc = Some(match acc {
+                Some(a) => a & hosts,
+                None => hosts,
+            });
+        }
+        acc
+    }
+
+    /// The hosts of a filter query and the services satisfying its service-level clauses.
+    fn filter(&self, clauses: &[Clause]) -> (RoaringBitmap, Option<RoaringBitmap>) {
+        let services = self.services_satisfying(clauses);
+        let mut hosts = match &services {
+            Some(s) => self.hosts_of(s),
+            None => self.all_hosts(),
+        };
+        if let Some(h) = self.hosts_satisfying(clauses) {
+            hosts &= h;
+        }
+        (hosts, services)
+    }
+
+    fn select<'a>(&'a self, query: &'a Query, resolved: &[IpAddr]) -> Selection<'a> {
+        let bare = |hosts| Selection {
+            hosts,
+            services: None,
+            evidence: Evidence::None,
+        };
+        match query {
+            Query::Ip(ip) => {
+                let mut hosts = RoaringBitmap::new();
+                if let Some(h) = self.ordinal_of(ip_order_key(ip.to_canonical())) {
+                    hosts.insert(h);
+                }
+                bare(hosts)
+            }
+            Query::Cidr(c) => {
+                let low = self.ordinal_from(ip_order_key(IpAddr::V4(c.network())));
+                let high = self.ordinal_from(ip_order_key(IpAddr::V4(c.last())) + 1);
+                let mut hosts = RoaringBitmap::new();
+                hosts.insert_range(low..high);
+                bare(hosts)
+            }
+            Query::Asn(asn) => Selection {
+                hosts: self.hosts.asn(*asn).into_owned(),
+                services: None,
+                evidence: Evidence::Asn(*asn),
+            },
+            Query::Domain(name) => {
+                let mut hosts = self.hosts.names_within(name.as_str()).into_owned();
+                let resolved: RoaringBitmap = resolved
+                    .iter()
+                    .filter_map(|ip| self.ordinal_of(ip_order_key(ip.to_canonical())))
+                    .collect();
+                hosts |= &resolved;
+                let listed = self.scans.listed_under(name);
+                hosts.extend(listed.keys().filter_map(|key| self.ordinal_of(*key)));
+                Selection {
+                    hosts,
+                    services: None,
+                    evidence: Evidence::Domain {
+                        name,
+                        resolved,
+                        listed,
+                    },
+                }
+            }
+            Query::Filter(f) => {
+                let (hosts, services) = self.filter(f.clauses());
+                let evidence = match f.get(periscope_query::Field::Organization) {
+                    Some(Clause::Organization(phrase)) => Evidence::Organization(phrase),
+                    _ => Evidence::None,
+                };
+                Selection {
+                    hosts,
+                    services,
+                    evidence,
+                }
+            }
+        }
+    }
+
+    /// The hit of matching host `h`: its view and the evidence linking it to the query.
+    fn hit(&self, h: u32, evidence: &Evidence<'_>) -> Option<Hit<'_>> {
+        let view = self.view(h)?;
+        let mut hit = Hit {
+            organization: Vec::new(),
+            domain: Vec::new(),
+            asn: Vec::new(),
+            view,
+        };
+        match evidence {
+            Evidence::None => {}
+            Evidence::Asn(asn) => hit.asn = asn_matches(*asn, hit.view.rec),
+            Evidence::Domain {
+                name,
+                resolved,
+                listed,
+            } => {
+                let key = ip_order_key(hit.view.ip());
+                let names = listed.get(&key).map_or(&[][..], Vec::as_slice);
+                hit.domain = domain_matches(name, resolved.contains(h), names, hit.view.rec);
+            }
+            Evidence::Organization(phrase) => {
+                hit.organization = organization_matches(phrase, &hit.view);
+            }
+        }
+        Some(hit)
+    }
+
+    /// Names of the domain-scan records listing `ip`, by name.
+    fn listing(&self, ip: IpAddr) -> Vec<&DomainName> {
+        self.scans.listing(ip).map(|scan| &scan.name).collect()
+    }
+
+    fn row(&self, h: u32, query: &Query, selection: &Selection<'_>) -> Option<HostResult> {
+        let hit = self.hit(h, &selection.evidence)?;
+        let service_clauses: Vec<Clause> = query
+            .as_filter()
+            .map(|f| f.service_clauses().cloned().collect())
+            .unwrap_or_default();
+        Some(records::row(hit, query, &service_clauses, |ip| {
+            self.listing(ip)
+        }))
+    }
+}
+
+impl ScanIndex for EmbeddedIndex {
+    fn search(&self, req: &SearchRequest<'_>) -> Result<SearchOutcome, IndexError> {
+        let selection = self.select(req.query, req.resolved);
+        if req.query.may_be_too_broad() {
+            let matching = selection.hosts.len();
+            if matching > self.config.max_host_only_results {
+                return Ok(SearchOutcome::TooBroad { matching });
+            }
+        }
+        let start = match req.after {
+            None => 0,
+            Some(after) => match ip_order_key(after.to_canonical()).checked_add(1) {
+                Some(next) => self.ordinal_from(next),
+                None => self.host_count(),
+            },
+        };
+        let limit = req.limit.max(1);
+        let mut matching = selection.hosts.range(start..);
+        let page: Vec<u32> = matching.by_ref().take(limit).collect();
+        let has_more = matching.next().is_some();
+        let hosts = page
+            .into_iter()
+            .filter_map(|h| self.row(h, req.query, &selection))
+            .collect();
+        Ok(SearchOutcome::Page(SearchPage { hosts, has_more }))
+    }
+
+    fn count(&self, query: &Query, _now: Timestamp) -> Result<Count, IndexError> {
+        Ok(Count::exact(self.select(query, &[]).hosts.len()))
+    }
+
+    fn facets(&self, query: &FilterQuery, _now: Timestamp) -> Result<Facets, IndexError> {
+        Ok(facets::facets(self, query))
+    }
+
+    fn exposure(
+        &self,
+        query: &Query,
+        resolution: Resolution,
+        _now: Timestamp,
+    ) -> Result<Exposure, IndexError> {
+        let selection = self.select(query, &[]);
+        let points = selection.hosts.iter().filter_map(|h| {
+            let (position, country) = self.places.get(h as usize).copied()?;
+            let range = self.service_range(h);
+            let services = match &selection.services {
+                Some(s) => s.range_cardinality(range),
+                None => u64::from(range.end - range.start),
+            };
+            Some(Point {
+                position,
+                country,
+                services,
+            })
+        });
+        Ok(exposure_of(points, resolution))
+    }
+
+    fn domain_scans_of_name(&self, name: &DomainName) -> Result<Vec<DomainScan>, IndexError> {
+        Ok(self.scans.of_name(name).cloned().collect())
+    }
+
+    fn domain_scans_of_address(&self, ip: IpAddr) -> Result<Vec<DomainScan>, IndexError> {
+        Ok(self.scans.listing(ip).cloned().collect())
+    }
+
+    fn host_detail(
+        &self,
+        ip: IpAddr,
+        continuation: Option<&str>,
+        limit: usize,
+        _now: Timestamp,
+    ) -> Result<Option<HostDetail>, IndexError> {
+        let after = continuation.map(|c| detail::decode(c, ip)).transpose()?;
+        let Some(view) = self.ordinal_of(ip_order_key(ip)).and_then(|h| self.view(h)) else {
+            return Ok(None);
+        };
+        Ok(Some(detail::page(&view, after, limit, self.listing(ip))))
+    }
+}

@@ -1,0 +1,399 @@
+//! The posting lists of the embedded engine: per value, a roaring bitmap of the ordinals
+//! holding it. Service postings answer the service-level clauses (so an intersection of them
+//! is a set of services each satisfying every clause); host postings answer the host-level
+//! clauses and the ASN and stored-name parts of ASN and domain searches.
+//!
+//! Every posting is exact: a clause's bitmap holds the ordinals the reference's rule for that
+//! clause accepts, no more. Phrases are exact too: a product phrase is the intersection of
+//! its words' postings (the rule is "every word, any order"); an organization phrase is
+//! answered over the *distinct* organization values (few, compared with hosts) — their words
+//! give candidate values, the contiguous-run rule is checked on each candidate value once,
+//! and the hosts of the values that pass are united. No host is re-checked.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use periscope_model::{Asn, CountryCode, CveId, Port};
+use periscope_query::{Clause, Phrase};
+use roaring::RoaringBitmap;
+
+use crate::reference::matching::{comparable_name, contains_run, enrichment, words};
+use crate::store::{HostRecord, StoredService};
+
+/// No value in a `u8` column.
+pub(super) const NONE_U8: u8 = u8::MAX;
+/// No value in a `u32` column.
+pub(super) const NONE_U32: u32 = u32::MAX;
+
+/// Service-level postings over service ordinals, and the per-service columns facets read.
+#[derive(Debug, Default)]
+pub(super) struct ServicePostings {
+    port: HashMap<Port, RoaringBitmap>,
+    /// By protocol-registry index.
+    protocol: Vec<RoaringBitmap>,
+    /// Lowercased words of product titles.
+    product_words: HashMap<Box<str>, RoaringBitmap>,
+    /// Lowercased product CPEs.
+    cpe: HashMap<Box<str>, RoaringBitmap>,
+    cve: HashMap<CveId, RoaringBitmap>,
+    /// By maximum CVSS in tenths, 0..=100.
+    cvss: Vec<RoaringBitmap>,
+    /// Index 0: exploit flag false; 1: true (services with a vulnerability summary only).
+    exploit: [RoaringBitmap; 2],
+    /// Comparable certificate names of services eligible for `certificate.name:`.
+    certificate_names: HashMap<Box<str>, RoaringBitmap>,
+    /// Columns, by service ordinal: what facets group services by.
+    pub columns: ServiceColumns,
+}
+
+/// Per-service values for facet candidates, by service ordinal.
+#[derive(Debug, Default)]
+pub(super) struct ServiceColumns {
+    /// Port.
+    pub port: Vec<Port>,
+    /// Protocol token.
+    pub protocol: Vec<periscope_model::ProtocolToken>,
+    /// Product title, as an index into `titles`, or [`NONE_U32`].
+    pub title: Vec<u32>,
+    /// The distinct product titles.
+    pub titles: Vec<Box<str>>,
+    title_ids: HashMap<Box<str>, u32>,
+    /// CVSS band of the maximum score (facets' band index), or [`NONE_U8`].
+    pub band: Vec<u8>,
+    /// Exploit flag (0 or 1) of the vulnerability summary, or [`NONE_U8`] without one.
+    pub exploit: Vec<u8>,
+}
+
+impl ServicePostings {
+    /// Records service `ordinal`.
+    pub fn add(&mut self, ordinal: u32, s: &StoredService) {
+        insert(&mut self.port, s.port, ordinal);
+        let protocol = s.protocol.index();
+        if self.protocol.len() <= protocol {
+            self.protocol.resize_with(protocol + 1, RoaringBitmap::new);
+        }
+        self.protocol[protocol].insert(ordinal);
+        let columns = &mut self.columns;
+        columns.port.push(s.port);
+        columns.protocol.push(s.protocol);
+        let mut title = NONE_U32;
+        if let Some(product) = &s.product {
+            for word in words(&product.title) {
+                insert(&mut self.product_words, word.into_boxed_str(), ordinal);
+            }
+            if let Some(cpe) = &product.cpe {
+                insert(
+                    &mut self.cpe,
+                    cpe.as_str().to_lowercase().into_boxed_str(),
+                    ordinal,
+                );
+            }
+            title = columns.title_id(&product.title);
+        }
+        columns.title.push(title);
+        let mut band = NONE_U8;
+        let mut exploit = NONE_U8;
+        if let Some(v) = &s.vulnerabilities {
+            for id in &v.cves {
+                insert(&mut self.cve, *id, ordinal);
+            }
+            if let Some(score) = v.max_cvss {
+                let tenths = usize::from(score.tenths());
+                if self.cvss.len() <= tenths {
+                    self.cvss.resize_with(tenths + 1, RoaringBitmap::new);
+                }
+                self.cvss[tenths].insert(ordinal);
+                band = crate::reference::facets::band_of(score.tenths())
+                    .and_then(|b| u8::try_from(b).ok())
+                    .unwrap_or(NONE_U8);
+            }
+            self.exploit[usize::from(v.has_exploits)].insert(ordinal);
+            exploit = u8::from(v.has_exploits);
+        }
+        columns.band.push(band);
+        columns.exploit.push(exploit);
+        if certificate_name_eligible(s)
+            && let Some(c) = s.tls.as_ref().and_then(|t| t.certificate.as_ref())
+        {
+            let names = c
+                .subject_alt_names
+                .iter()
+                .map(String::as_str)
+                .chain(c.common_name.as_deref());
+            for name in names {
+                let name = comparable_name(name);
+                // A query name cannot hold a wildcard, so wildcard names never match.
+                if !name.starts_with("*.") {
+                    insert(&mut self.certificate_names, name.into_boxed_str(), ordinal);
+                }
+            }
+        }
+    }
+
+    /// The services satisfying one service-level clause; empty for a host-level clause (no
+    /// service satisfies one, as in the reference's rule).
+    pub fn posting(&self, clause: &Clause) -> Cow<'_, RoaringBitmap> {
+        let found = match clause {
+            Clause::Port(p) => self.port.get(p),
+            Clause::Protocol(t) => self.protocol.get(t.index()),
+            Clause::Product(phrase) => return self.product(phrase),
+            Clause::CertificateName(name) => self.certificate_names.get(name.as_str()),
+            Clause::Cpe(cpe) => self.cpe.get(cpe.as_str().to_lowercase().as_str()),
+            Clause::Cve(id) => self.cve.get(id),
+            Clause::Cvss(range) => {
+                let low = usize::from(range.min().tenths());
+                let high = usize::from(range.max().tenths());
+                let bands = self.cvss.iter().enumerate();
+                return Cow::Owned(
+                    bands
+                        .filter(|(tenths, _)| (low..=high).contains(tenths))
+                        .map(|(_, b)| b)
+                        .fold(RoaringBitmap::new(), |acc, b| acc | b),
+                );
+            }
+            Clause::Exploit(flag) => self.exploit.get(usize::from(*flag)),
+            Clause::Organization(_) | Clause::Country(_) => None,
+        };
+        found.map_or_else(|| Cow::Owned(RoaringBitmap::new()), Cow::Borrowed)
+    }
+
+    /// Services whose product title holds every word of the phrase (none for a phrase
+    /// without words).
+    fn product(&self, phrase: &Phrase) -> Cow<'_, RoaringBitmap> {
+        let wanted = words(phrase.as_str());
+        let postings: Option<Vec<&RoaringBitmap>> = wanted
+            .iter()
+            .map(|w| self.product_words.get(w.as_str()))
+            .collect();
+        match postings {
+            Some(p) if !p.is_empty() => Cow::Owned(intersect(p)),
+            _ => Cow::Owned(RoaringBitmap::new()),
+        }
+    }
+
+    /// Approximate bytes held by the postings and columns.
+    pub fn heap_bytes(&self) -> usize {
+        let c = &self.columns;
+        let columns = c.port.len() * (size_of::<Port>() + 1 + 4 + 1 + 1)
+            + c.titles.iter().map(|t| 2 * t.len() + 40).sum::<usize>();
+        columns
+            + map_bytes(&self.port)
+            + self.protocol.iter().map(bitmap_bytes).sum::<usize>()
+            + map_bytes(&self.product_words)
+            + map_bytes(&self.cpe)
+            + map_bytes(&self.cve)
+            + self.cvss.iter().map(bitmap_bytes).sum::<usize>()
+            + self.exploit.iter().map(bitmap_bytes).sum::<usize>()
+            + map_bytes(&self.certificate_names)
+    }
+}
+
+impl ServiceColumns {
+    fn title_id(&mut self, title: &str) -> u32 {
+        if let Some(id) = self.title_ids.get(title) {
+            return *id;
+        }
+        let id = u32::try_from(self.titles.len()).unwrap_or(NONE_U32);
+        self.titles.push(title.into());
+        self.title_ids.insert(title.into(), id);
+        id
+    }
+}
+
+/// The `certificate.name:` precondition: a TLS-capable protocol, a completed scan, no error.
+fn certificate_name_eligible(s: &StoredService) -> bool {
+    s.protocol.entry().tls
+        && s.status == periscope_model::observation::ScanStatus::Completed
+        && s.error.is_none()
+}
+
+/// Host-level postings over host ordinals.
+#[derive(Debug, Default)]
+pub(super) struct HostPostings {
+    country: HashMap<CountryCode, RoaringBitmap>,
+    /// Any of the three attributions.
+    asn: HashMap<Asn, RoaringBitmap>,
+    /// Stored domain, DNS name and (IPv4) reverse-DNS names, under the name and under each
+    /// of its parent domains.
+    names: HashMap<Box<str>, RoaringBitmap>,
+    /// The distinct organization values of the six evidence sources.
+    organizations: Vec<Box<str>>,
+    organization_ids: HashMap<Box<str>, u32>,
+    /// Per organization value: the hosts holding it in any source.
+    organization_hosts: Vec<RoaringBitmap>,
+    /// Per word: the organization values (not hosts) holding it.
+    organization_words: HashMap<Box<str>, RoaringBitmap>,
+}
+
+impl HostPostings {
+    /// Records host `ordinal`; `rec` holds only its current services.
+    pub fn add(&mut self, ordinal: u32, rec: &HostRecord) {
+        if let Some(cc) = rec.location.as_ref().and_then(|(l, _)| l.country_code) {
+            insert(&mut self.country, cc, ordinal);
+        }
+        let e = enrichment(rec);
+        for a in [&e.asn.research, &e.asn.bgp, &e.asn.network]
+            .into_iter()
+            .flatten()
+        {
+            insert(&mut self.asn, a.asn, ordinal);
+        }
+        let reverse = rec.reverse_dns.as_ref().filter(|_| rec.ip.is_ipv4());
+        let stored = e
+            .domain
+            .iter()
+            .chain(&e.dns_name)
+            .chain(reverse.into_iter().flat_map(|(names, _)| names));
+        for name in stored {
+            let mut suffix = name.as_str();
+            loop {
+                insert(&mut self.names, suffix.into(), ordinal);
+                match suffix.split_once('.') {
+                    Some((_, parent)) => suffix = parent,
+                    None => break,
+                }
+            }
+        }
+        for value in organization_values(rec) {
+            let id = self.organization_id(value);
+            if let Some(hosts) = self.organization_hosts.get_mut(id as usize) {
+                hosts.insert(ordinal);
+            }
+        }
+    }
+
+    fn organization_id(&mut self, value: &str) -> u32 {
+        if let Some(id) = self.organization_ids.get(value) {
+            return *id;
+        }
+        let id = u32::try_from(self.organizations.len()).unwrap_or(NONE_U32);
+        self.organizations.push(value.into());
+        self.organization_ids.insert(value.into(), id);
+        self.organization_hosts.push(RoaringBitmap::new());
+        for word in words(value) {
+            insert(&mut self.organization_words, word.into_boxed_str(), id);
+        }
+        id
+    }
+
+    /// Hosts whose GeoIP country is `cc`.
+    pub fn country(&self, cc: CountryCode) -> Cow<'_, RoaringBitmap> {
+        borrowed_or_empty(self.country.get(&cc))
+    }
+
+    /// Hosts with an attribution to `asn`.
+    pub fn asn(&self, asn: Asn) -> Cow<'_, RoaringBitmap> {
+        borrowed_or_empty(self.asn.get(&asn))
+    }
+
+    /// Hosts with a stored domain, DNS name or reverse-DNS name equal to `name` or under it.
+    pub fn names_within(&self, name: &str) -> Cow<'_, RoaringBitmap> {
+        borrowed_or_empty(self.names.get(name))
+    }
+
+    /// Hosts where the phrase stands as a contiguous run in one of the organization values.
+    pub fn organization(&self, phrase: &Phrase) -> RoaringBitmap {
+        let wanted = words(phrase.as_str());
+        let postings: Option<Vec<&RoaringBitmap>> = wanted
+            .iter()
+            .map(|w| self.organization_words.get(w.as_str()))
+            .collect();
+        let candidates = match postings {
+            Some(p) if !p.is_empty() => intersect(p),
+            _ => return RoaringBitmap::new(),
+        };
+        candidates
+            .iter()
+            .filter(|id| {
+                self.organizations
+                    .get(*id as usize)
+                    .is_some_and(|v| contains_run(v, &wanted))
+            })
+            .filter_map(|id| self.organization_hosts.get(id as usize))
+            .fold(RoaringBitmap::new(), |acc, hosts| acc | hosts)
+    }
+
+    /// Approximate bytes held by the postings.
+    pub fn heap_bytes(&self) -> usize {
+        map_bytes(&self.country)
+            + map_bytes(&self.asn)
+            + map_bytes(&self.names)
+            + self
+                .organizations
+                .iter()
+                .map(|v| 2 * v.len() + 40)
+                .sum::<usize>()
+            + self
+                .organization_hosts
+                .iter()
+                .map(bitmap_bytes)
+                .sum::<usize>()
+            + map_bytes(&self.organization_words)
+    }
+}
+
+/// The values of the six organization sources of a host (with repeats), as the reference's
+/// `organization_matches` reads them: AS organizations (research, BGP), WHOIS description
+/// and netname, provider organization / AS organization / ISP, and the leaf-certificate
+/// subject and issuer organizations of current services in the certificate-organization
+/// families.
+fn organization_values(rec: &HostRecord) -> Vec<&str> {
+    let e = enrichment(rec);
+    let mut out: Vec<&str> = Vec::new();
+    for a in [&e.asn.research, &e.asn.bgp].into_iter().flatten() {
+        out.extend(a.organization.as_deref());
+    }
+    if let Some(w) = &e.whois {
+        out.extend(w.description.as_deref());
+        out.extend(w.netname.as_deref());
+    }
+    if let Some(p) = &e.provider {
+        out.extend(p.organization.as_deref());
+        out.extend(p.as_organization.as_deref());
+        out.extend(p.isp.as_deref());
+    }
+    for s in rec.services.values() {
+        if !s.protocol.entry().certificate_organization {
+            continue;
+        }
+        if let Some(c) = s.tls.as_ref().and_then(|t| t.certificate.as_ref()) {
+            out.extend(c.subject_organization.as_deref());
+            out.extend(c.issuer_organization.as_deref());
+        }
+    }
+    out
+}
+
+fn insert<K: std::hash::Hash + Eq>(map: &mut HashMap<K, RoaringBitmap>, key: K, ordinal: u32) {
+    map.entry(key).or_default().insert(ordinal);
+}
+
+fn borrowed_or_empty(found: Option<&RoaringBitmap>) -> Cow<'_, RoaringBitmap> {
+    found.map_or_else(|| Cow::Owned(RoaringBitmap::new()), Cow::Borrowed)
+}
+
+/// The intersection of non-empty `postings`, smallest first.
+pub(super) fn intersect(mut postings: Vec<&RoaringBitmap>) -> RoaringBitmap {
+    postings.sort_by_key(|p| p.len());
+    let mut it = postings.into_iter();
+    let Some(first) = it.next() else {
+        return RoaringBitmap::new();
+    };
+    let mut acc = first.clone();
+    for p in it {
+        if acc.is_empty() {
+            break;
+        }
+        acc &= p;
+    }
+    acc
+}
+
+fn bitmap_bytes(b: &RoaringBitmap) -> usize {
+    b.serialized_size()
+}
+
+/// Bitmaps plus a rough 48 bytes per map entry for the key and the table.
+fn map_bytes<K>(map: &HashMap<K, RoaringBitmap>) -> usize {
+    map.values().map(|b| bitmap_bytes(b) + 48).sum()
+}
