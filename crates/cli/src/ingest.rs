@@ -350,8 +350,9 @@ fn apply_batches(
 
 /// A store error as one message: its text already ends with the database's own error, so
 /// the source chain is not kept (main prints the chain, which would say it twice).
+/// Store errors keep their cause as `source()`, so `{:#}` in main prints each part once.
 fn store_error(e: StoreError) -> anyhow::Error {
-    anyhow!("{e}")
+    anyhow::Error::new(e)
 }
 
 fn add(total: &mut BatchSummary, b: &BatchSummary) {

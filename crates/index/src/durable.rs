@@ -57,7 +57,7 @@ const DOMAIN_SCANS: TableDefinition<&str, &[u8]> = TableDefinition::new(DOMAIN_S
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The file could not be opened or created as a database.
-    #[error("cannot open the scan store {}: {source}", path.display())]
+    #[error("cannot open the scan store {}", path.display())]
     Open {
         /// The store file.
         path: PathBuf,
@@ -66,7 +66,7 @@ pub enum StoreError {
         source: Box<redb::Error>,
     },
     /// The database failed during an operation (I/O error, storage corruption, …).
-    #[error("the scan store failed while {during}: {source}")]
+    #[error("the scan store failed while {during}")]
     Database {
         /// What the store was doing.
         during: &'static str,
@@ -75,7 +75,7 @@ pub enum StoreError {
         source: Box<redb::Error>,
     },
     /// The file's metadata could not be read.
-    #[error("cannot read the size of {}: {source}", path.display())]
+    #[error("cannot read the size of {}", path.display())]
     Io {
         /// The store file.
         path: PathBuf,
