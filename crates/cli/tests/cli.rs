@@ -2,41 +2,11 @@
 //! reported with file, line number, field and exit status 1, usage and I/O errors with exit
 //! status 2, and `bench synth`.
 
-use std::io::Write;
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
 
-fn periscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_periscope"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn periscope_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_periscope"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin)
-        .expect("write stdin");
-    child.wait_with_output().expect("the binary finishes")
-}
-
-/// A fresh directory for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{test}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    dir
-}
+use common::{command, periscope, scratch, text, with_stdin};
 
 /// `1155` as `1,155`, as the report prints counts.
 fn grouped(n: usize) -> String {
@@ -49,10 +19,6 @@ fn grouped(n: usize) -> String {
         out.push(c);
     }
     out
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// A small synthetic dataset, written by the binary.
@@ -80,7 +46,7 @@ fn dataset(dir: &std::path::Path) -> PathBuf {
 
 #[test]
 fn synth_then_validate_accepts_every_line() {
-    let dir = scratch("round-trip");
+    let dir = scratch("cli-round-trip");
     let file = dataset(&dir);
     let path = file.to_str().expect("UTF-8 path");
     let out = periscope(&["validate", path]);
@@ -100,7 +66,7 @@ fn synth_then_validate_accepts_every_line() {
 
 #[test]
 fn synth_to_stdout_is_the_same_dataset() {
-    let dir = scratch("stdout");
+    let dir = scratch("cli-stdout");
     let file = dataset(&dir);
     let out = periscope(&[
         "synth",
@@ -137,7 +103,7 @@ fn synth_to_stdout_is_the_same_dataset() {
 
 #[test]
 fn validate_reports_bad_lines_with_their_numbers_and_fails() {
-    let dir = scratch("bad-lines");
+    let dir = scratch("cli-bad-lines");
     let good = std::fs::read_to_string(dataset(&dir)).expect("read");
     let mut good_lines = good.lines();
     let first = good_lines.next().expect("a line");
@@ -170,7 +136,10 @@ fn validate_reports_bad_lines_with_their_numbers_and_fails() {
 #[test]
 fn validate_reads_stdin_and_caps_the_report() {
     let input = "x\ny\nz\n";
-    let out = periscope_with_stdin(&["validate", "--max-errors", "2", "-"], input.as_bytes());
+    let out = with_stdin(
+        command(&["validate", "--max-errors", "2", "-"]),
+        input.as_bytes(),
+    );
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("<stdin>:line 1: ") && stdout.contains("<stdin>:line 2: "));
@@ -183,7 +152,7 @@ fn validate_reads_stdin_and_caps_the_report() {
 
 #[test]
 fn validate_rejects_invalid_utf8_and_goes_on() {
-    let dir = scratch("utf8");
+    let dir = scratch("cli-utf8");
     let good = std::fs::read_to_string(dataset(&dir)).expect("read");
     let first = good.lines().next().expect("a line");
     let mut content = b"{\"kind\":\"domain\xff\"}\n".to_vec();
@@ -200,7 +169,7 @@ fn validate_rejects_invalid_utf8_and_goes_on() {
 
 #[test]
 fn errors_say_what_is_wrong_and_exit_with_2() {
-    let dir = scratch("errors");
+    let dir = scratch("cli-errors");
     let cases: &[(&[&str], &str)] = &[
         (
             &["synth", "--hosts", "0", "--out", "-"],

@@ -4,33 +4,17 @@
 //! `--batch` exits with 2; and an ingest killed with SIGKILL keeps its acknowledged batches and
 //! is completed by running it again.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
+
+use common::{command, periscope, scratch, text, with_stdin};
 
 use periscope_index::DomainScans;
 use periscope_index::HostRecord;
 use periscope_index::durable::DurableStore;
-
-fn periscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_periscope"))
-        .args(args)
-        .env_remove("PERISCOPE_DATA")
-        .output()
-        .expect("the binary runs")
-}
-
-/// A fresh directory for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ingest-{test}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    dir
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 fn path_str(path: &Path) -> &str {
     path.to_str().expect("UTF-8 path")
@@ -96,7 +80,7 @@ fn contents(data: &Path) -> (Vec<HostRecord>, DomainScans) {
 
 #[test]
 fn summary_agrees_with_validate_and_reingest_applies_nothing() {
-    let dir = scratch("summary");
+    let dir = scratch("ingest-summary");
     let file = dataset(&dir, 2000);
     let data = dir.join("data");
     let report = ingest(&data, &[path_str(&file)]);
@@ -148,7 +132,7 @@ fn summary_agrees_with_validate_and_reingest_applies_nothing() {
 
 #[test]
 fn gzip_and_stdin_give_the_same_store() {
-    let dir = scratch("gzip-stdin");
+    let dir = scratch("ingest-gzip-stdin");
     let file = dataset(&dir, 500);
     let plain = dir.join("plain");
     ingest(&plain, &[path_str(&file)]);
@@ -181,28 +165,16 @@ fn gzip_and_stdin_give_the_same_store() {
 
     // Standard input, gzip-compressed, with the data directory from the environment.
     let from_stdin = dir.join("stdin");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_periscope"))
-        .args(["ingest", "-"])
-        .env("PERISCOPE_DATA", &from_stdin)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(&gz)
-        .expect("write stdin");
-    let out = child.wait_with_output().expect("the binary finishes");
+    let mut cmd = command(&["ingest", "-"]);
+    cmd.env("PERISCOPE_DATA", &from_stdin);
+    let out = with_stdin(cmd, &gz);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(contents(&from_stdin), expected, "stdin gave another store");
 }
 
 #[test]
 fn bad_lines_are_reported_and_the_good_ones_applied() {
-    let dir = scratch("bad-lines");
+    let dir = scratch("ingest-bad-lines");
     let good = std::fs::read_to_string(dataset(&dir, 50)).expect("read");
     let mut good_lines = good.lines();
     let first = good_lines.next().expect("a line");
@@ -257,7 +229,7 @@ fn bad_lines_are_reported_and_the_good_ones_applied() {
 
 #[test]
 fn errors_exit_with_2_and_say_what_is_wrong() {
-    let dir = scratch("errors");
+    let dir = scratch("ingest-errors");
     let file = dataset(&dir, 10);
     let data = dir.join("data");
     let cases: &[(&[&str], &str)] = &[
@@ -319,7 +291,7 @@ fn errors_exit_with_2_and_say_what_is_wrong() {
 
 #[test]
 fn killed_ingest_keeps_acknowledged_batches_and_completes_on_rerun() {
-    let dir = scratch("kill");
+    let dir = scratch("ingest-kill");
     let file = dataset(&dir, 5000);
     let data = dir.join("data");
     let args = [
@@ -331,8 +303,7 @@ fn killed_ingest_keeps_acknowledged_batches_and_completes_on_rerun() {
         "--log-batches",
         path_str(&file),
     ];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_periscope"))
-        .args(args)
+    let mut child = command(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -1,0 +1,50 @@
+//! Helpers shared by the end-to-end tests of the `periscope` binary: run it (optionally with
+//! standard input and environment), make a fresh scratch directory, and read output as text.
+
+#![allow(dead_code)] // Each test crate uses its own subset.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// The binary with `args`, isolated from the caller's `PERISCOPE_DATA`.
+pub fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_periscope"));
+    cmd.args(args).env_remove("PERISCOPE_DATA");
+    cmd
+}
+
+/// Runs the binary to completion.
+pub fn periscope(args: &[&str]) -> Output {
+    command(args).output().expect("the binary runs")
+}
+
+/// Runs `cmd` with `stdin` written to its standard input.
+pub fn with_stdin(mut cmd: Command, stdin: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin)
+        .expect("write stdin");
+    child.wait_with_output().expect("the binary finishes")
+}
+
+/// A fresh, empty directory named for one test.
+pub fn scratch(test: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+/// Output bytes as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
