@@ -1338,12 +1338,7 @@ fn small_host_records() {
             server: None,
             tls: Some(TlsEvidence {
                 version: Some("TLSv1.2".into()),
-                cipher_suite: None,
-                issuer_common_name: None,
-                valid_from: None,
-                valid_until: None,
-                fingerprint_sha256: None,
-                browser_trusted: None,
+                ..TlsEvidence::default()
             }),
         }]
     );

@@ -287,7 +287,7 @@ pub enum Evidence {
 }
 
 /// The `tls` object of HTTP evidence.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TlsEvidence {
     /// Version.
     pub version: Option<String>,

@@ -294,16 +294,7 @@ fn tls_evidence(t: &periscope_model::record::Tls) -> Option<TlsEvidence> {
         fingerprint_sha256: c.fingerprint_sha256,
         browser_trusted: t.browser_trusted,
     };
-    let empty = TlsEvidence {
-        version: None,
-        cipher_suite: None,
-        issuer_common_name: None,
-        valid_from: None,
-        valid_until: None,
-        fingerprint_sha256: None,
-        browser_trusted: None,
-    };
-    (tls != empty).then_some(tls)
+    (tls != TlsEvidence::default()).then_some(tls)
 }
 
 #[cfg(test)]
