@@ -366,45 +366,34 @@ impl DurableStore {
         Ok(summary)
     }
 
-    /// The stored record of `ip`, if any (expired or not: retention is the reader's call).
-    pub fn host(&self, ip: IpAddr) -> Result<Option<HostRecord>, StoreError> {
-        let key = HostKey::of(ip);
+    /// One consistent read view of the store as of the last committed batch; batches
+    /// committed later are not seen by it. Holding it keeps the pages it reads from being
+    /// reused, so the file grows while a long-lived snapshot and a writer coexist.
+    pub fn snapshot(&self) -> Result<StoreSnapshot, StoreError> {
         let txn = self.db.begin_read().map_err(failed("starting a read"))?;
-        let table = txn
+        let hosts = txn
             .open_table(HOSTS)
             .map_err(failed("opening the hosts table"))?;
-        let stored = table.get(&key.0).map_err(failed("reading a host record"))?;
-        stored
-            .map(|v| decode_stored_host(key, v.value()))
-            .transpose()
+        let scans = txn
+            .open_table(DOMAIN_SCANS)
+            .map_err(failed("opening the domain-scans table"))?;
+        Ok(StoreSnapshot { hosts, scans })
+    }
+
+    /// The stored record of `ip`, if any (expired or not: retention is the reader's call).
+    pub fn host(&self, ip: IpAddr) -> Result<Option<HostRecord>, StoreError> {
+        self.snapshot()?.host(ip)
     }
 
     /// Every stored host record in host order, from one consistent snapshot of the store
     /// (batches committed while iterating are not seen).
     pub fn hosts(&self) -> Result<Hosts, StoreError> {
-        let txn = self.db.begin_read().map_err(failed("starting a read"))?;
-        let table = txn
-            .open_table(HOSTS)
-            .map_err(failed("opening the hosts table"))?;
-        let range = table
-            .range::<&[u8; 16]>(..)
-            .map_err(failed("reading the hosts table"))?;
-        Ok(Hosts { range })
+        self.snapshot()?.hosts()
     }
 
     /// The stored domain-scan records.
     pub fn domain_scans(&self) -> Result<DomainScans, StoreError> {
-        let txn = self.db.begin_read().map_err(failed("starting a read"))?;
-        let table = txn
-            .open_table(DOMAIN_SCANS)
-            .map_err(failed("opening the domain-scans table"))?;
-        let mut scans = DomainScans::default();
-        for entry in table.iter().map_err(failed("reading the domain scans"))? {
-            let (name, bytes) = entry.map_err(failed("reading the domain scans"))?;
-            let scan = decode_stored_scan(name.value(), bytes.value())?;
-            scans.by_name.insert(scan.name.clone(), scan);
-        }
-        Ok(scans)
+        self.snapshot()?.domain_scans()
     }
 
     /// Record counts and the size of the file.
@@ -431,6 +420,60 @@ impl DurableStore {
             domain_scans,
             file_bytes,
         })
+    }
+}
+
+/// A consistent read view of the store; see [`DurableStore::snapshot`].
+pub struct StoreSnapshot {
+    hosts: redb::ReadOnlyTable<&'static [u8; 16], &'static [u8]>,
+    scans: redb::ReadOnlyTable<&'static str, &'static [u8]>,
+}
+
+impl fmt::Debug for StoreSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoreSnapshot").finish_non_exhaustive()
+    }
+}
+
+impl StoreSnapshot {
+    /// The record of `ip`, if stored (expired or not).
+    pub fn host(&self, ip: IpAddr) -> Result<Option<HostRecord>, StoreError> {
+        self.host_by_key(HostKey::of(ip))
+    }
+
+    /// The record stored under `key`, if any.
+    pub fn host_by_key(&self, key: HostKey) -> Result<Option<HostRecord>, StoreError> {
+        let stored = self
+            .hosts
+            .get(&key.0)
+            .map_err(failed("reading a host record"))?;
+        stored
+            .map(|v| decode_stored_host(key, v.value()))
+            .transpose()
+    }
+
+    /// Every record in host order.
+    pub fn hosts(&self) -> Result<Hosts, StoreError> {
+        let range = self
+            .hosts
+            .range::<&[u8; 16]>(..)
+            .map_err(failed("reading the hosts table"))?;
+        Ok(Hosts { range })
+    }
+
+    /// The domain-scan records.
+    pub fn domain_scans(&self) -> Result<DomainScans, StoreError> {
+        let mut scans = DomainScans::default();
+        for entry in self
+            .scans
+            .iter()
+            .map_err(failed("reading the domain scans"))?
+        {
+            let (name, bytes) = entry.map_err(failed("reading the domain scans"))?;
+            let scan = decode_stored_scan(name.value(), bytes.value())?;
+            scans.by_name.insert(scan.name.clone(), scan);
+        }
+        Ok(scans)
     }
 }
 

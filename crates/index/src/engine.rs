@@ -17,19 +17,23 @@
 //! What is shown is not re-derived here: matching hosts become result records, evidence,
 //! tiles and host-detail pages through the reference engine's per-host code, so the answers
 //! are the reference's by construction, and the property tests (`tests/engine.rs`) check the
-//! sets.
+//! sets. The records shown are read when shown: an index opened over the store
+//! ([`EmbeddedIndex::from_store`]) keeps the store snapshot it was built from and decodes
+//! only the hosts of a page (or of a host-detail request); an index built from an iterator
+//! keeps the records in memory.
 //!
 //! **Snapshot:** the retention window is applied when the index is built — each host keeps
 //! the services current at the build time `now`, and addresses left without one are dropped.
 //! The `now` of a request is not consulted: to move the window (or to see new
 //! observations), build a new index. (A later step swaps snapshots atomically.)
-//! **Memory:** this version keeps every host record in memory to render results; the
-//! postings themselves take a small fraction of that ([`EmbeddedIndex::stats`]).
+//! **Memory:** postings, per-service columns, ordinal maps and domain-scan lookups
+//! ([`EmbeddedIndex::stats`]); over the store, no host record stays in memory.
 
 mod facets;
 mod postings;
 mod scans;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::IpAddr;
 
@@ -43,7 +47,7 @@ use crate::api::{
     Count, Exposure, Facets, HostDetail, HostResult, IndexError, ScanIndex, SearchOutcome,
     SearchPage, SearchRequest,
 };
-use crate::durable::{DurableStore, StoreError};
+use crate::durable::{DurableStore, HostKey, StoreError, StoreSnapshot};
 use crate::reference::exposure::{Point, exposure_of};
 use crate::reference::matching::{
     Hit, HostView, asn_matches, domain_matches, organization_matches,
@@ -90,8 +94,8 @@ pub struct EmbeddedIndex {
     built_at: Timestamp,
     /// Host ordinal → host-order key, ascending.
     keys: Vec<u128>,
-    /// Host ordinal → record, holding only the services current at `built_at`.
-    records: Vec<HostRecord>,
+    /// Where the records shown are read from.
+    records: Records,
     /// Host ordinal → first service ordinal; one more entry closes the last range.
     service_start: Vec<u32>,
     /// Service ordinal → host ordinal.
@@ -101,6 +105,15 @@ pub struct EmbeddedIndex {
     services: ServicePostings,
     hosts: HostPostings,
     scans: ScanRecords,
+}
+
+/// Where an index reads the records it shows.
+#[derive(Debug)]
+enum Records {
+    /// Host ordinal → record (an index built from an iterator).
+    Memory(Vec<HostRecord>),
+    /// The store snapshot the index was built from, read by host-order key.
+    Store(Box<StoreSnapshot>),
 }
 
 /// The hosts a query matches, with what their evidence needs.
@@ -134,7 +147,7 @@ impl EmbeddedIndex {
         records: impl IntoIterator<Item = HostRecord>,
         domains: DomainScans,
     ) -> Result<Self, BuildError> {
-        Self::try_build(config, now, records.into_iter().map(Ok), domains)
+        Self::try_build(config, now, records.into_iter().map(Ok), domains, true)
     }
 
     /// Builds the index of everything in `store` (one consistent read), current at `now`.
@@ -143,8 +156,20 @@ impl EmbeddedIndex {
         config: IndexConfig,
         now: Timestamp,
     ) -> Result<Self, BuildError> {
-        let domains = store.domain_scans()?;
-        Self::try_build(config, now, store.hosts()?, domains)
+        Self::from_snapshot(store.snapshot()?, config, now)
+    }
+
+    /// Builds the index of a store snapshot, current at `now`; the index keeps the snapshot
+    /// and reads the records it shows from it.
+    pub fn from_snapshot(
+        snapshot: StoreSnapshot,
+        config: IndexConfig,
+        now: Timestamp,
+    ) -> Result<Self, BuildError> {
+        let domains = snapshot.domain_scans()?;
+        let mut index = Self::try_build(config, now, snapshot.hosts()?, domains, false)?;
+        index.records = Records::Store(Box::new(snapshot));
+        Ok(index)
     }
 
     fn try_build(
@@ -152,13 +177,14 @@ impl EmbeddedIndex {
         now: Timestamp,
         records: impl Iterator<Item = Result<HostRecord, StoreError>>,
         domains: DomainScans,
+        keep_records: bool,
     ) -> Result<Self, BuildError> {
         let cutoff = now.unix().saturating_sub(config.retention_secs);
         let mut index = Self {
             config,
             built_at: now,
             keys: Vec::new(),
-            records: Vec::new(),
+            records: Records::Memory(Vec::new()),
             service_start: vec![0],
             service_host: Vec::new(),
             places: Vec::new(),
@@ -178,7 +204,7 @@ impl EmbeddedIndex {
             if rec.services.is_empty() {
                 continue;
             }
-            let host = u32::try_from(index.records.len()).map_err(|_| BuildError::TooLarge)?;
+            let host = u32::try_from(index.keys.len()).map_err(|_| BuildError::TooLarge)?;
             for s in rec.services.values() {
                 let service =
                     u32::try_from(index.service_host.len()).map_err(|_| BuildError::TooLarge)?;
@@ -193,7 +219,9 @@ impl EmbeddedIndex {
                 rec.location.as_ref().and_then(|(l, _)| l.country_code),
             ));
             index.keys.push(key);
-            index.records.push(rec);
+            if keep_records && let Records::Memory(records) = &mut index.records {
+                records.push(rec);
+            }
         }
         Ok(index)
     }
@@ -242,12 +270,26 @@ impl EmbeddedIndex {
         start..end
     }
 
-    fn view(&self, h: u32) -> Option<HostView<'_>> {
-        let rec = self.records.get(h as usize)?;
-        Some(HostView {
-            rec,
-            services: rec.services.values().collect(),
-        })
+    /// The record of host `h` (its services may include some no longer current at
+    /// `built_at`: read it through [`Self::view`]).
+    fn record(&self, h: u32) -> Result<Option<Cow<'_, HostRecord>>, IndexError> {
+        match &self.records {
+            Records::Memory(records) => Ok(records.get(h as usize).map(Cow::Borrowed)),
+            Records::Store(snapshot) => {
+                let Some(key) = self.keys.get(h as usize) else {
+                    return Ok(None);
+                };
+                snapshot
+                    .host_by_key(HostKey(key.to_be_bytes()))
+                    .map(|rec| rec.map(Cow::Owned))
+                    .map_err(|e| IndexError::Unavailable(e.to_string()))
+            }
+        }
+    }
+
+    /// The view of `rec` with the services current at `built_at`.
+    fn view<'r>(&self, rec: &'r HostRecord) -> Option<HostView<'r>> {
+        HostView::current(rec, self.built_at, self.config.retention_secs)
     }
 
     fn all_hosts(&self) -> RoaringBitmap {
@@ -382,9 +424,10 @@ impl EmbeddedIndex {
         }
     }
 
-    /// The hit of matching host `h`: its view and the evidence linking it to the query.
-    fn hit(&self, h: u32, evidence: &Evidence<'_>) -> Option<Hit<'_>> {
-        let view = self.view(h)?;
+    /// The hit of matching host `h` (record `rec`): its view and the evidence linking it to
+    /// the query.
+    fn hit<'r>(&self, h: u32, rec: &'r HostRecord, evidence: &Evidence<'_>) -> Option<Hit<'r>> {
+        let view = self.view(rec)?;
         let mut hit = Hit {
             organization: Vec::new(),
             domain: Vec::new(),
@@ -415,15 +458,25 @@ impl EmbeddedIndex {
         self.scans.listing(ip).map(|scan| &scan.name).collect()
     }
 
-    fn row(&self, h: u32, query: &Query, selection: &Selection<'_>) -> Option<HostResult> {
-        let hit = self.hit(h, &selection.evidence)?;
+    fn row(
+        &self,
+        h: u32,
+        query: &Query,
+        selection: &Selection<'_>,
+    ) -> Result<Option<HostResult>, IndexError> {
+        let Some(rec) = self.record(h)? else {
+            return Ok(None);
+        };
+        let Some(hit) = self.hit(h, &rec, &selection.evidence) else {
+            return Ok(None);
+        };
         let service_clauses: Vec<Clause> = query
             .as_filter()
             .map(|f| f.service_clauses().cloned().collect())
             .unwrap_or_default();
-        Some(records::row(hit, query, &service_clauses, |ip| {
+        Ok(Some(records::row(hit, query, &service_clauses, |ip| {
             self.listing(ip)
-        }))
+        })))
     }
 }
 
@@ -447,10 +500,10 @@ impl ScanIndex for EmbeddedIndex {
         let mut matching = selection.hosts.range(start..);
         let page: Vec<u32> = matching.by_ref().take(limit).collect();
         let has_more = matching.next().is_some();
-        let hosts = page
-            .into_iter()
-            .filter_map(|h| self.row(h, req.query, &selection))
-            .collect();
+        let mut hosts = Vec::with_capacity(page.len());
+        for h in page {
+            hosts.extend(self.row(h, req.query, &selection)?);
+        }
         Ok(SearchOutcome::Page(SearchPage { hosts, has_more }))
     }
 
@@ -501,7 +554,13 @@ impl ScanIndex for EmbeddedIndex {
         _now: Timestamp,
     ) -> Result<Option<HostDetail>, IndexError> {
         let after = continuation.map(|c| detail::decode(c, ip)).transpose()?;
-        let Some(view) = self.ordinal_of(ip_order_key(ip)).and_then(|h| self.view(h)) else {
+        let Some(h) = self.ordinal_of(ip_order_key(ip)) else {
+            return Ok(None);
+        };
+        let Some(rec) = self.record(h)? else {
+            return Ok(None);
+        };
+        let Some(view) = self.view(&rec) else {
             return Ok(None);
         };
         Ok(Some(detail::page(&view, after, limit, self.listing(ip))))

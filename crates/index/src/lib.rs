@@ -12,6 +12,8 @@
 //! - [`engine`]: [`EmbeddedIndex`], the embedded engine — roaring-bitmap postings over host
 //!   and service ordinals built from a snapshot of the host records, answering exactly as
 //!   the reference does (it renders through the reference's per-host code).
+//! - [`live`]: [`LiveIndex`], the store plus the snapshot answering searches, rebuilt and
+//!   swapped in as batches arrive — what a running server holds.
 //! - [`mod@reference`]: [`ReferenceIndex`], a deliberately simple engine that scans every host
 //!   record and applies the specification literally. It is the oracle that property tests
 //!   compare the fast engines with; it is not meant to be fast.
@@ -27,6 +29,7 @@ pub mod api;
 pub mod codec;
 pub mod durable;
 pub mod engine;
+pub mod live;
 pub mod reference;
 pub mod store;
 
@@ -38,5 +41,6 @@ pub use api::{
 };
 
 pub use engine::EmbeddedIndex;
+pub use live::LiveIndex;
 pub use reference::ReferenceIndex;
 pub use store::{ApplyOutcome, DomainScans, HostRecord, IndexConfig, StoredService};

@@ -707,6 +707,12 @@ fn records_out_of_host_order_are_refused() {
 }
 
 #[test]
+fn an_index_can_be_shared_between_threads() {
+    fn shareable<T: Send + Sync + 'static>() {}
+    shareable::<EmbeddedIndex>();
+}
+
+#[test]
 fn builds_from_the_durable_store() {
     let dir = std::env::temp_dir().join(format!("periscope-engine-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -715,6 +721,9 @@ fn builds_from_the_durable_store() {
     let lines = vec![
         service("240.0.0.2", 22, "ssh", TIMES[2], r#","host":{"location":{"country_code":"DE"}}"#),
         service("240.0.0.1", 443, "https", TIMES[3], ""),
+        // Expired at `now`: stored, but neither matched nor shown.
+        service("240.0.0.1", 80, "http", TIMES[0], ""),
+        service("240.0.0.3", 80, "http", TIMES[0], ""),
         service("3fff::1", 22, "ssh", TIMES[1], ""),
         r#"{"kind":"domain","name":"a.example","addresses":["240.0.0.1"],"observed_at":"2026-11-20T10:00:00Z"}"#.to_owned(),
     ];
@@ -722,12 +731,35 @@ fn builds_from_the_durable_store() {
     let mut store = periscope_index::durable::DurableStore::open(&path).unwrap();
     store.apply_batch(&observations).unwrap();
     let engine = EmbeddedIndex::from_store(&store, IndexConfig::default(), now()).unwrap();
+    // A batch committed after the index was opened is not seen by it: it shows the snapshot
+    // it was built from, not records that changed under it.
+    let later = read(&[
+        service("240.0.0.1", 8443, "https", TIMES[3], ""),
+        service("240.0.0.9", 443, "https", TIMES[3], ""),
+    ]);
+    store.apply_batch(&later).unwrap();
     let (reference, from_records) = both(IndexConfig::default(), &lines);
+    for address in ["240.0.0.1", "240.0.0.3", "3fff::1", "240.0.0.9"] {
+        let detail = engine.host_detail(ip(address), None, 20, now());
+        assert_eq!(
+            detail,
+            reference.host_detail(ip(address), None, 20, now()),
+            "{address}"
+        );
+        assert_eq!(
+            detail,
+            from_records.host_detail(ip(address), None, 20, now()),
+            "{address}"
+        );
+    }
     for text in [
         "country:DE",
         "port:443",
+        "port:80",
+        "port:8443",
         "domain:a.example",
         "cidr:240.0.0.0/24",
+        "240.0.0.1",
     ] {
         let query: Query = text.parse().unwrap();
         let req = SearchRequest {
@@ -740,6 +772,10 @@ fn builds_from_the_durable_store() {
         assert_eq!(engine.search(&req), reference.search(&req), "{text}");
         assert_eq!(engine.search(&req), from_records.search(&req), "{text}");
     }
+    drop(engine);
+    let reopened = EmbeddedIndex::from_store(&store, IndexConfig::default(), now()).unwrap();
+    let query: Query = "port:8443".parse().unwrap();
+    assert_eq!(reopened.count(&query, now()).unwrap().value, 1);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }
