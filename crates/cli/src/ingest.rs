@@ -314,14 +314,16 @@ fn apply_batches(
     let mut tally = StoreTally::default();
     while let Ok(mut batch) = batches.recv() {
         let since = Instant::now();
-        let done = match store.apply_batch(&batch) {
+        let size = batch.len();
+        // Drained: the observations are moved into the records and freed on this thread.
+        let done = match store.apply_batch_drain(&mut batch) {
             Ok(done) => done,
             Err(e) => {
                 progress.failed.store(true, Ordering::Relaxed);
                 return Err(store_error(e).context(format!(
                     "applying batch {} ({} observations)",
                     group(tally.batches + 1),
-                    group(batch.len() as u64)
+                    group(size as u64)
                 )));
             }
         };
@@ -330,18 +332,16 @@ fn apply_batches(
         add(&mut tally.summary, &done);
         let acknowledged = progress
             .acknowledged
-            .fetch_add(batch.len() as u64, Ordering::Relaxed)
-            + batch.len() as u64;
+            .fetch_add(size as u64, Ordering::Relaxed)
+            + size as u64;
         progress.batches.store(tally.batches, Ordering::Relaxed);
         if log {
             eprintln!(
                 "ingest: batch {} acknowledged: {} observations, {} in all",
-                tally.batches,
-                batch.len(),
-                acknowledged
+                tally.batches, size, acknowledged
             );
         }
-        // The observations are freed here, off the reading thread; the vector goes back.
+        // The vector goes back to the reader, empty.
         batch.clear();
         let _ = spares.try_send(batch);
     }

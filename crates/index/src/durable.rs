@@ -286,8 +286,25 @@ impl DurableStore {
         &mut self,
         observations: &[Observation],
     ) -> Result<BatchSummary, StoreError> {
-        let mut services: Vec<(HostKey, &ServiceObservation)> = Vec::new();
-        let mut scans: Vec<&DomainScan> = Vec::new();
+        self.apply_all(observations.iter().cloned())
+    }
+
+    /// [`Self::apply_batch`] for observations the caller gives up: `observations` is left
+    /// empty (its capacity kept for the next batch) and their parts are moved into the
+    /// records rather than copied.
+    pub fn apply_batch_drain(
+        &mut self,
+        observations: &mut Vec<Observation>,
+    ) -> Result<BatchSummary, StoreError> {
+        self.apply_all(observations.drain(..))
+    }
+
+    fn apply_all(
+        &mut self,
+        observations: impl Iterator<Item = Observation>,
+    ) -> Result<BatchSummary, StoreError> {
+        let mut services: Vec<(HostKey, ServiceObservation)> = Vec::new();
+        let mut scans: Vec<DomainScan> = Vec::new();
         for obs in observations {
             match obs {
                 Observation::Service(s) => services.push((HostKey::of(s.ip), s)),
@@ -304,15 +321,16 @@ impl DurableStore {
                 .open_table(HOSTS)
                 .map_err(failed("opening the hosts table"))?;
             let mut buf = Vec::with_capacity(1024);
-            for group in services.chunk_by(|a, b| a.0 == b.0) {
-                let (key, first) = group[0];
+            let mut services = services.into_iter().peekable();
+            while let Some((key, first)) = services.next() {
                 let stored = hosts.get(&key.0).map_err(failed("reading a host record"))?;
                 let mut record = match &stored {
                     Some(bytes) => decode_stored_host(key, bytes.value())?,
                     None => HostRecord::new(first.ip),
                 };
-                for (_, obs) in group {
-                    summary.count(record.apply(obs));
+                summary.count(record.apply_owned(first));
+                while let Some((_, obs)) = services.next_if(|(next, _)| *next == key) {
+                    summary.count(record.apply_owned(obs));
                 }
                 // Only failed observations of an unknown address: nothing to store.
                 if record.enrichment.is_none() {
@@ -347,9 +365,10 @@ impl DurableStore {
                         current.by_name.insert(old.name.clone(), old);
                     }
                 }
-                let outcome = current.apply(scan.clone());
+                let name = scan.name.clone();
+                let outcome = current.apply(scan);
                 if outcome == ApplyOutcome::Applied {
-                    changed.insert(scan.name.clone());
+                    changed.insert(name);
                 }
                 summary.count(outcome);
             }

@@ -140,6 +140,15 @@ impl HostRecord {
     /// (which changes nothing at all). Host facts are merged for every counting observation,
     /// each by its own timestamp.
     pub fn apply(&mut self, obs: &ServiceObservation) -> ApplyOutcome {
+        if obs.status == ScanStatus::Failed {
+            return ApplyOutcome::Ignored;
+        }
+        self.apply_owned(obs.clone())
+    }
+
+    /// [`Self::apply`] for an observation the caller gives up: its parts are moved into the
+    /// record rather than copied (what ingest uses).
+    pub fn apply_owned(&mut self, obs: ServiceObservation) -> ApplyOutcome {
         debug_assert_eq!(
             self.ip, obs.ip,
             "observation applied to another address's record"
@@ -147,26 +156,23 @@ impl HostRecord {
         if obs.status == ScanStatus::Failed {
             return ApplyOutcome::Ignored;
         }
-        self.merge_host_facts(&obs.host, obs.observed_at);
-
+        let at = obs.observed_at;
         let key = (obs.port, obs.protocol);
-        if self
+        let superseded = self
             .services
             .get(&key)
-            .is_some_and(|current| current.observed_at >= obs.observed_at)
-        {
+            .is_some_and(|current| current.observed_at >= at);
+        let (service, host) = StoredService::split(obs);
+        self.merge_host_facts(host, at);
+        if superseded {
             return ApplyOutcome::Superseded;
         }
-        self.services
-            .insert(key, StoredService::from_observation(obs));
+        self.services.insert(key, service);
         ApplyOutcome::Applied
     }
 
     /// Takes each host fact of `host` that is strictly newer than the stored one.
-    fn merge_host_facts(&mut self, host: &HostEnrichment, at: Timestamp) {
-        if newer(&self.enrichment, at) {
-            self.enrichment = Some((host.clone(), at));
-        }
+    fn merge_host_facts(&mut self, host: HostEnrichment, at: Timestamp) {
         if let Some(location) = &host.location {
             if newer(&self.location, at) {
                 self.location = Some((location.clone(), at));
@@ -179,6 +185,9 @@ impl HostRecord {
         }
         if !host.reverse_dns.is_empty() && newer(&self.reverse_dns, at) {
             self.reverse_dns = Some((host.reverse_dns.clone(), at));
+        }
+        if newer(&self.enrichment, at) {
+            self.enrichment = Some((host, at));
         }
     }
 
@@ -209,8 +218,8 @@ fn newer<T>(stored: &Option<(T, Timestamp)>, at: Timestamp) -> bool {
 }
 
 impl StoredService {
-    /// The service part of a counting observation; the host enrichment is left out.
-    fn from_observation(obs: &ServiceObservation) -> Self {
+    /// A counting observation split into its service part and its host enrichment.
+    fn split(obs: ServiceObservation) -> (Self, HostEnrichment) {
         let ServiceObservation {
             ip: _,
             port,
@@ -225,22 +234,23 @@ impl StoredService {
             http,
             ssh,
             summary,
-            host: _,
+            host,
         } = obs;
-        Self {
-            port: *port,
-            protocol: *protocol,
-            transport: *transport,
-            observed_at: *observed_at,
-            status: *status,
-            error: error.clone(),
-            product: product.clone(),
-            vulnerabilities: vulnerabilities.clone(),
-            tls: tls.clone(),
-            http: http.clone(),
-            ssh: ssh.clone(),
-            summary: summary.clone(),
-        }
+        let service = Self {
+            port,
+            protocol,
+            transport,
+            observed_at,
+            status,
+            error,
+            product,
+            vulnerabilities,
+            tls,
+            http,
+            ssh,
+            summary,
+        };
+        (service, host)
     }
 }
 

@@ -258,6 +258,27 @@ fn the_order_of_batches_does_not_matter() {
     assert_eq!(state(&store), expected);
 }
 
+#[test]
+fn a_drained_batch_stores_what_a_borrowed_one_does() {
+    let observations = synth(300, 9);
+    let borrowed = TempDir::new("borrowed");
+    let mut store = DurableStore::open(&borrowed.store()).unwrap();
+    let mut summaries = Vec::new();
+    for batch in observations.chunks(120) {
+        summaries.push(store.apply_batch(batch).unwrap());
+    }
+    let expected = state(&store);
+
+    let drained = TempDir::new("drained");
+    let mut store = DurableStore::open(&drained.store()).unwrap();
+    for (batch, summary) in observations.chunks(120).zip(&summaries) {
+        let mut owned = batch.to_vec();
+        assert_eq!(&store.apply_batch_drain(&mut owned).unwrap(), summary);
+        assert!(owned.is_empty(), "the batch is drained");
+    }
+    assert_eq!(state(&store), expected);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Corrupt and foreign files.
 
