@@ -1,5 +1,8 @@
 //! `periscope bench`: measurements of Periscope's parts on this machine.
 //!
+//! This file dispatches the subcommands and holds `bench synth`; `bench index` (ingest,
+//! start-up, memory and query latency of the embedded scan index) lives in [`index`].
+//!
 //! `bench synth` runs the synthetic-data generator into a counting sink (no disk) several
 //! times and reports the median, minimum and maximum rate in records and megabytes per second,
 //! and the process's peak resident memory (`VmHWM` from `/proc/self/status`, Linux only).
@@ -15,12 +18,17 @@ use periscope_synth::{SynthConfig, write_dataset};
 
 use crate::synth::{group, parse_hosts};
 
+mod index;
+
 /// `periscope bench` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Command {
     /// Measure the synthetic-data generator (records/s, MB/s, peak memory), writing to a
     /// counting sink rather than a disk.
     Synth(SynthArgs),
+    /// Measure the embedded scan index: build a synthetic dataset, ingest it, open the
+    /// index, and time a fixed mix of searches, counts, facets, exposure and host details.
+    Index(index::IndexArgs),
 }
 
 /// Arguments of `periscope bench synth`.
@@ -41,6 +49,7 @@ pub(crate) struct SynthArgs {
 pub(crate) fn run(command: &Command) -> Result<ExitCode> {
     match command {
         Command::Synth(args) => synth(args),
+        Command::Index(args) => index::run(args),
     }
 }
 
@@ -135,7 +144,7 @@ fn synth(args: &SynthArgs) -> Result<ExitCode> {
         out,
         "MB/s:      median {median:.0}, min {min:.0}, max {max:.0}"
     )?;
-    match peak_rss_kib() {
+    match status_kib("VmHWM") {
         Some(kib) => writeln!(out, "peak RSS:  {:.1} MiB (VmHWM)", kib as f64 / 1024.0)?,
         None => writeln!(out, "peak RSS:  unknown (no /proc/self/status)")?,
     }
@@ -155,12 +164,13 @@ fn spread(values: &[f64]) -> (f64, f64, f64) {
     (median, v[0], v[n - 1])
 }
 
-/// The peak resident set size of this process in KiB, from `/proc/self/status`.
-fn peak_rss_kib() -> Option<u64> {
+/// A memory figure of this process in KiB from `/proc/self/status` (`VmRSS`: resident now;
+/// `VmHWM`: peak resident), Linux only.
+fn status_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
         .trim()
         .trim_end_matches("kB")
         .trim()
@@ -182,7 +192,8 @@ mod tests {
     #[test]
     fn reads_peak_memory() {
         if cfg!(target_os = "linux") {
-            assert!(peak_rss_kib().is_some_and(|k| k > 0));
+            assert!(status_kib("VmHWM").is_some_and(|k| k > 0));
+            assert!(status_kib("VmRSS").is_some_and(|k| k > 0));
         }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Two threads share the work so two cores are busy: this one reads and parses lines
 //! ([`crate::lines`]) and fills batches; a store thread owns the [`DurableStore`] and applies
-//! each batch with [`DurableStore::apply_batch`]. They are joined by a bounded channel holding
+//! each batch with [`DurableStore::apply_batch_drain`]. They are joined by a bounded channel holding
 //! one batch, so at most three batches exist at once (one being filled, one waiting, one being
 //! applied) and a slow disk slows reading down instead of filling memory. Emptied batches go
 //! back to the reader to be refilled.
@@ -15,6 +15,9 @@
 //! `docs/search-semantics.md`). Rejected lines do not stop the run; they are counted and the
 //! first [`SHOWN_REJECTIONS`] are printed in the summary. Progress goes to standard error: a
 //! progress bar on a terminal, a plain line every [`PLAIN_INTERVAL`] otherwise.
+//!
+//! The pipeline is [`ingest_paths`], which returns the summary ([`IngestReport`]); the
+//! subcommand prints it, and `bench index` ingests its dataset through it too.
 
 use std::fs;
 use std::io::{self, BufWriter, IsTerminal, Write};
@@ -37,7 +40,7 @@ use crate::synth::{group, now};
 /// The store file inside the data directory.
 pub(crate) const STORE_FILE: &str = "scan.redb";
 /// Observations per batch unless `--batch` says otherwise.
-const DEFAULT_BATCH: usize = 20_000;
+pub(crate) const DEFAULT_BATCH: usize = 20_000;
 /// The largest `--batch`.
 const MAX_BATCH: usize = 1_000_000;
 /// Rejected lines printed in the summary; the rest are counted.
@@ -144,10 +147,28 @@ type StoreResult = Result<(DurableStore, StoreTally)>;
 
 /// Runs `periscope ingest`.
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
+    let report = ingest_paths(&args.data, &args.files, args.batch, args.log_batches)?;
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    report.write(&mut out)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The ingest pipeline: applies `files` (`-` is standard input) to the store in `data`
+/// (created when missing) in batches of `batch` observations, with progress on standard
+/// error, and returns the summary once every input has been read to its end. `log_batches`
+/// prints a line as each batch is acknowledged.
+pub(crate) fn ingest_paths(
+    data: &Path,
+    files: &[PathBuf],
+    batch: usize,
+    log_batches: bool,
+) -> Result<IngestReport> {
     let started = Instant::now();
     // Every file must be readable before the store is touched.
     let mut total_bytes = Some(0u64);
-    for path in &args.files {
+    for path in files {
         if path.as_os_str() == "-" {
             total_bytes = None;
             continue;
@@ -160,9 +181,9 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
             .len();
         total_bytes = total_bytes.map(|t| t + len);
     }
-    fs::create_dir_all(&args.data)
-        .with_context(|| format!("cannot create the data directory {}", args.data.display()))?;
-    let store_path = args.data.join(STORE_FILE);
+    fs::create_dir_all(data)
+        .with_context(|| format!("cannot create the data directory {}", data.display()))?;
+    let store_path = data.join(STORE_FILE);
     let store = DurableStore::open(&store_path).map_err(store_error)?;
 
     let progress = Arc::new(Progress::default());
@@ -170,7 +191,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     let (spare_tx, spare_rx) = mpsc::sync_channel::<Vec<Observation>>(2);
     let store_thread = {
         let progress = Arc::clone(&progress);
-        let log = args.log_batches;
+        let log = log_batches;
         thread::Builder::new()
             .name("ingest-store".into())
             .spawn(move || apply_batches(store, &batch_rx, &spare_tx, &progress, log))
@@ -178,7 +199,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     };
     let reporter = Reporter::start(Arc::clone(&progress), total_bytes, started)?;
 
-    let read = read_inputs(args, &progress, &batch_tx, &spare_rx);
+    let read = read_inputs(files, batch, &progress, &batch_tx, &spare_rx);
     drop(batch_tx);
     let stored = store_thread
         .join()
@@ -197,35 +218,31 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     let tally = read.with_context(stopped)?;
     let stats = store.stats().map_err(store_error)?;
     drop(store);
-    let report = Report {
-        files: args.files.len(),
-        batch: args.batch,
-        read: &tally,
-        stored: &stored,
+    Ok(IngestReport {
+        files: files.len(),
+        batch,
+        read: tally,
+        stored,
         stats,
-        store_path: &store_path,
+        store_path,
         seconds: started.elapsed().as_secs_f64(),
-    };
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    report.write(&mut out)?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
 /// Reads every input in order, sending full batches to the store thread and the last partial
 /// one at the end. Stops early, without error, when the store thread has failed (its error is
 /// the one reported).
 fn read_inputs(
-    args: &Args,
+    files: &[PathBuf],
+    batch_size: usize,
     progress: &Progress,
     batches: &SyncSender<Vec<Observation>>,
     spares: &Receiver<Vec<Observation>>,
 ) -> Result<ReadTally> {
     let now = now();
     let mut tally = ReadTally::default();
-    let mut batch = Vec::with_capacity(args.batch);
-    for path in &args.files {
+    let mut batch = Vec::with_capacity(batch_size);
+    for path in files {
         let input = open_input(path, Arc::clone(&progress.bytes))?;
         let name = input.name;
         tally.gzip_files += u64::from(input.gzip);
@@ -264,10 +281,10 @@ fn read_inputs(
                         Observation::Domain(_) => tally.domain += 1,
                     }
                     batch.push(obs);
-                    if batch.len() >= args.batch {
+                    if batch.len() >= batch_size {
                         let next = spares
                             .try_recv()
-                            .unwrap_or_else(|_| Vec::with_capacity(args.batch));
+                            .unwrap_or_else(|_| Vec::with_capacity(batch_size));
                         let full = std::mem::replace(&mut batch, next);
                         if !send(batches, full, &mut tally.waiting) {
                             return Ok(tally);
@@ -472,19 +489,37 @@ fn megabytes(bytes: u64) -> String {
 }
 
 /// The summary of a completed run.
-struct Report<'a> {
+pub(crate) struct IngestReport {
     files: usize,
     batch: usize,
-    read: &'a ReadTally,
-    stored: &'a StoreTally,
+    read: ReadTally,
+    stored: StoreTally,
     stats: StoreStats,
-    store_path: &'a Path,
+    store_path: PathBuf,
     seconds: f64,
 }
 
-impl Report<'_> {
-    fn write(&self, out: &mut impl Write) -> io::Result<()> {
-        let (r, s) = (self.read, &self.stored.summary);
+impl IngestReport {
+    /// Observations read (service observations and domain records), rejected lines not
+    /// counted.
+    pub(crate) fn observations(&self) -> u64 {
+        self.read.observations()
+    }
+
+    /// Rejected lines.
+    pub(crate) fn rejected(&self) -> u64 {
+        self.read.rejected
+    }
+
+    /// Wall time of the run in seconds, from the first check of the inputs to the last
+    /// acknowledged batch.
+    pub(crate) fn seconds(&self) -> f64 {
+        self.seconds
+    }
+
+    /// The printed summary, as `periscope ingest` writes it.
+    pub(crate) fn write(&self, out: &mut impl Write) -> io::Result<()> {
+        let (r, s) = (&self.read, &self.stored.summary);
         let gzip = match r.gzip_files {
             0 => String::new(),
             n => format!(", {n} gzip"),

@@ -122,7 +122,7 @@ pub(crate) fn parse_hosts(s: &str) -> Result<u64, String> {
 }
 
 /// Parses an RFC 3339 timestamp or a `YYYY-MM-DD` date (its start, UTC).
-fn parse_as_of(s: &str) -> Result<Timestamp, String> {
+pub(crate) fn parse_as_of(s: &str) -> Result<Timestamp, String> {
     let text = if s.len() == 10 {
         format!("{s}T00:00:00Z")
     } else {

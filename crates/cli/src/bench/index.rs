@@ -1,0 +1,1118 @@
+//! `periscope bench index`: how fast the embedded scan index ingests, starts and answers.
+//!
+//! The run has three stages, each reported:
+//!
+//! 1. **Dataset.** `periscope synth` data (`--hosts`, `--seed`, `--as-of`) is written to
+//!    `DIR/observations.jsonl`, ingested into `DIR/data` through the same pipeline as
+//!    `periscope ingest` ([`ingest_paths`]), and deleted again unless `--keep-input`.
+//!    `DIR/dataset.txt` records what was built, so `--reuse` can skip this stage and measure
+//!    the store already there.
+//! 2. **Start to serving.** [`open_index`] opens the store and builds the index, timed as
+//!    one step; then resident memory (`VmRSS`, `VmHWM`) and the size of `DIR/data` are read.
+//! 3. **Queries.** Query values are drawn from the store itself (every k-th host record, see
+//!    [`sample_hosts`]), so each one matches something; every operation cycles through up to
+//!    [`VALUES_PER_OP`] of them. After one warm-up pass over every value, operations run one at
+//!    a time on this thread, `--runs` times each (`--heavy-runs` for facets and exposure), and
+//!    the latency of each call is recorded: p50, p99, minimum and maximum.
+//!
+//! The index is built current at the dataset's `as_of`, not at the wall clock, so a reused
+//! store answers the same on any later day. Figures are compared with the targets of the
+//! embedded engine at 10 million hosts ([`Target`]); they are printed as a table on standard
+//! output and, with `--json FILE`, written as JSON. Reference: `docs/benchmarks.md`.
+
+use std::collections::HashSet;
+use std::fs;
+use std::hash::Hash;
+use std::hint::black_box;
+use std::io::{self, BufWriter, Write};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use periscope_index::durable::DurableStore;
+use periscope_index::{
+    EmbeddedIndex, HostRecord, IndexConfig, ScanIndex, SearchOutcome, SearchRequest,
+};
+use periscope_model::Timestamp;
+use periscope_query::{FilterQuery, Query, Resolution};
+use periscope_synth::{SynthConfig, write_dataset};
+use serde_json::{Value, json};
+
+use super::status_kib;
+use crate::ingest::{DEFAULT_BATCH, STORE_FILE, ingest_paths};
+use crate::synth::{group, now, parse_as_of, parse_hosts};
+
+/// Hosts unless `--hosts` says otherwise.
+const DEFAULT_HOSTS: u64 = 1_000_000;
+/// The seed unless `--seed` says otherwise.
+const DEFAULT_SEED: u64 = 1;
+/// Different values each operation cycles through.
+const VALUES_PER_OP: usize = 50;
+/// Host records drawn from the store to take values from.
+const SAMPLED_HOSTS: u64 = 1_000;
+/// Hosts per search page: the API's default `limit`.
+const PAGE_LIMIT: usize = 25;
+/// Services per host-detail page: the largest `limit`.
+const DETAIL_LIMIT: usize = 20;
+/// A host-detail host should have at least this many services.
+const DETAIL_MIN_SERVICES: usize = 3;
+/// Broad single clauses: first pages and counts cycle through them.
+const BROAD: [&str; 6] = [
+    "port:443",
+    "port:80",
+    "port:22",
+    "protocol:https",
+    "protocol:http",
+    "protocol:ssh",
+];
+/// Candidates for the facet and exposure queries; those matching about a third of the hosts
+/// are used ([`third_of_hosts`]).
+const BROAD_CANDIDATES: [&str; 12] = [
+    "port:443",
+    "port:80",
+    "port:22",
+    "protocol:https",
+    "protocol:http",
+    "protocol:ssh",
+    "exploit:no",
+    "exploit:yes",
+    "cvss:0.0-10.0",
+    "cvss:7.0-10.0",
+    "cvss:4.0-10.0",
+    "cvss:0.0-6.9",
+];
+/// The dataset description inside the work directory.
+const DATASET_FILE: &str = "dataset.txt";
+/// The observation file inside the work directory.
+const INPUT_FILE: &str = "observations.jsonl";
+/// The data directory inside the work directory.
+const DATA_DIR: &str = "data";
+
+/// Arguments of `periscope bench index`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Without --dir a fresh directory under the system temporary \
+    directory is used and kept (the report names it; delete it when done). With --reuse \
+    and a directory holding an earlier run's store, the dataset stage is skipped. Values \
+    of --hosts, --seed or --as-of that differ from the reused dataset are an error. See \
+    docs/benchmarks.md."
+)]
+pub(crate) struct IndexArgs {
+    /// Hosts in the dataset [default: 1,000,000].
+    #[arg(long, value_name = "N", value_parser = parse_hosts)]
+    hosts: Option<u64>,
+    /// Seed of the generator [default: 1].
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+    /// The instant the dataset describes; the index is built current at it
+    /// [default: the start of the current UTC day].
+    #[arg(long, value_name = "RFC3339|YYYY-MM-DD", value_parser = parse_as_of)]
+    as_of: Option<Timestamp>,
+    /// Work directory: DIR/observations.jsonl, DIR/data (the store), DIR/dataset.txt. It
+    /// must be missing or empty unless --reuse [default: a new directory under the system
+    /// temporary directory].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Measure the store an earlier run left in DIR instead of building one.
+    #[arg(long)]
+    reuse: bool,
+    /// Keep DIR/observations.jsonl after ingesting it.
+    #[arg(long)]
+    keep_input: bool,
+    /// Timed runs of each fast operation.
+    #[arg(long, value_name = "R", default_value_t = 200)]
+    runs: u32,
+    /// Timed runs of facets and exposure (at most --runs).
+    #[arg(long, value_name = "R", default_value_t = 30)]
+    heavy_runs: u32,
+    /// Also write the figures as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// What a dataset was built from; `DIR/dataset.txt`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Dataset {
+    hosts: u64,
+    seed: u64,
+    as_of: Timestamp,
+}
+
+impl Dataset {
+    fn to_text(self) -> String {
+        format!(
+            "# written by periscope bench index once DIR/data held the whole dataset\n\
+             hosts={}\nseed={}\nas_of={}\n",
+            self.hosts, self.seed, self.as_of
+        )
+    }
+
+    fn from_text(text: &str) -> Option<Self> {
+        let value = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+                .map(str::trim)
+        };
+        Some(Self {
+            hosts: value("hosts")?.parse().ok()?,
+            seed: value("seed")?.parse().ok()?,
+            as_of: Timestamp::parse(value("as_of")?).ok()?,
+        })
+    }
+}
+
+/// How the dataset stage went.
+#[derive(Debug)]
+struct Built {
+    records: u64,
+    input_bytes: u64,
+    synth_seconds: f64,
+    observations: u64,
+    rejected: u64,
+    ingest_seconds: f64,
+    input_kept: bool,
+}
+
+/// A target of the embedded engine at 10 million hosts.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    /// Latency p50 at most this many milliseconds.
+    P50Ms(f64),
+    /// At least this many observations a second.
+    ObsPerSecond(f64),
+    /// At most this many seconds.
+    Seconds(f64),
+    /// At most this many bytes.
+    Bytes(u64),
+}
+
+impl Target {
+    fn text(self) -> String {
+        match self {
+            Self::P50Ms(ms) => format!("≤ {ms} ms"),
+            Self::ObsPerSecond(n) => format!("≥ {} obs/s", group(n as u64)),
+            Self::Seconds(s) => format!("≤ {s} s"),
+            Self::Bytes(b) => format!("≤ {} GiB", b >> 30),
+        }
+    }
+
+    fn met(self, value: f64) -> bool {
+        match self {
+            Self::P50Ms(limit) | Self::Seconds(limit) => value <= limit,
+            Self::ObsPerSecond(limit) => value >= limit,
+            Self::Bytes(limit) => value <= limit as f64,
+        }
+    }
+
+    fn verdict(self, value: f64) -> &'static str {
+        if self.met(value) { "ok" } else { "MISS" }
+    }
+}
+
+/// Ingest rate target.
+const INGEST_TARGET: Target = Target::ObsPerSecond(200_000.0);
+/// Start-to-serving target.
+const SERVING_TARGET: Target = Target::Seconds(30.0);
+/// Resident memory target (after the index is open).
+const MEMORY_TARGET: Target = Target::Bytes(4 << 30);
+
+/// One call to the index.
+#[derive(Debug)]
+enum Call {
+    /// The first page of a search.
+    Search(Query),
+    /// A count.
+    Count(Query),
+    /// The six facet groups.
+    Facets(FilterQuery),
+    /// Exposure at one resolution.
+    Exposure(Query, Resolution),
+    /// One page of a host's services.
+    Detail(IpAddr),
+}
+
+/// One value of an operation: its text, the call, and how many hosts it matches.
+#[derive(Debug)]
+struct Case {
+    text: String,
+    call: Call,
+    matched: u64,
+}
+
+/// One measured operation.
+#[derive(Debug)]
+struct Op {
+    name: &'static str,
+    target: Option<Target>,
+    runs: u32,
+    cases: Vec<Case>,
+}
+
+/// The figures of one operation.
+#[derive(Debug)]
+struct OpResult {
+    name: &'static str,
+    example: String,
+    values: usize,
+    runs: u32,
+    p50: Duration,
+    p99: Duration,
+    min: Duration,
+    max: Duration,
+    matched: (u64, u64, u64),
+    too_broad: u32,
+    target: Option<Target>,
+}
+
+/// Runs `periscope bench index`.
+pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
+    if args.runs == 0 || args.heavy_runs == 0 {
+        bail!("--runs and --heavy-runs must be at least 1");
+    }
+    let dir = work_dir(args)?;
+    let data = dir.join(DATA_DIR);
+    let (dataset, built) = if args.reuse && !is_empty_dir(&dir)? {
+        (reused_dataset(&dir, args)?, None)
+    } else {
+        let dataset = Dataset {
+            hosts: args.hosts.unwrap_or(DEFAULT_HOSTS),
+            seed: args.seed.unwrap_or(DEFAULT_SEED),
+            as_of: args.as_of.unwrap_or_else(|| now().start_of_day()),
+        };
+        let built = build_dataset(&dir, &data, dataset, args.keep_input)?;
+        (dataset, Some(built))
+    };
+    let rss_before = status_kib("VmRSS");
+
+    let started = Instant::now();
+    let index = open_index(&data, dataset.as_of)?;
+    let serving_seconds = started.elapsed().as_secs_f64();
+    let rss = status_kib("VmRSS");
+    let hwm = status_kib("VmHWM");
+    let disk_bytes = tree_bytes(&data)?;
+    let stats = index.stats();
+
+    let sampling = Instant::now();
+    let samples = sample_hosts(&data, SAMPLED_HOSTS)?;
+    let sampling_seconds = sampling.elapsed().as_secs_f64();
+    let (ops, third) = plan(&index, &samples, dataset.as_of, args)?;
+    eprintln!(
+        "bench index: measuring {} operations on {} hosts…",
+        ops.len(),
+        group(stats.hosts)
+    );
+    let results = measure(&index, &ops, dataset.as_of)?;
+
+    let setup = Setup {
+        dir: &dir,
+        dataset,
+        built: built.as_ref(),
+        serving_seconds,
+        index_hosts: stats.hosts,
+        index_services: stats.services,
+        index_bytes: stats.index_bytes,
+        rss_before_kib: rss_before,
+        rss_kib: rss,
+        hwm_kib: hwm,
+        disk_bytes,
+        samples: samples.len(),
+        sampling_seconds,
+        third,
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    write_report(&mut out, &setup, &results)?;
+    out.flush()?;
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&to_json(&setup, &results))
+            .context("encoding the JSON report")?;
+        fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens the scan store in `data` and builds the embedded index over it, current at `now`:
+/// everything between a server starting and serving its first search. The one place that
+/// knows how the index is opened; the store is closed again once the index holds its copy.
+fn open_index(data: &Path, now: Timestamp) -> Result<EmbeddedIndex> {
+    let path = data.join(STORE_FILE);
+    let store = DurableStore::open(&path)?;
+    EmbeddedIndex::from_store(&store, IndexConfig::default(), now)
+        .with_context(|| format!("building the index from {}", path.display()))
+}
+
+/// The work directory, created when missing; refuses a non-empty one without `--reuse`.
+fn work_dir(args: &IndexArgs) -> Result<PathBuf> {
+    let dir = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!(
+            "periscope-bench-index-{}-{}",
+            now().unix(),
+            std::process::id()
+        )),
+    };
+    if dir.exists() {
+        if !dir.is_dir() {
+            bail!("--dir {} is not a directory", dir.display());
+        }
+        if !args.reuse && !is_empty_dir(&dir)? {
+            bail!(
+                "the work directory {} is not empty: pass --reuse to measure the store an \
+                 earlier run left there, or choose a new --dir",
+                dir.display()
+            );
+        }
+    }
+    fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the work directory {}", dir.display()))?;
+    Ok(dir)
+}
+
+fn is_empty_dir(dir: &Path) -> Result<bool> {
+    if !dir.exists() {
+        return Ok(true);
+    }
+    let mut entries = fs::read_dir(dir)
+        .with_context(|| format!("cannot read the directory {}", dir.display()))?;
+    Ok(entries.next().is_none())
+}
+
+/// The dataset an earlier run left in `dir`; arguments given must agree with it.
+fn reused_dataset(dir: &Path, args: &IndexArgs) -> Result<Dataset> {
+    let path = dir.join(DATASET_FILE);
+    let store = dir.join(DATA_DIR).join(STORE_FILE);
+    if !path.is_file() || !store.is_file() {
+        bail!(
+            "{} holds no complete benchmark dataset ({} or {} is missing; a run that stopped \
+             before its ingest finished leaves none): choose a new --dir",
+            dir.display(),
+            path.display(),
+            store.display()
+        );
+    }
+    let text =
+        fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let Some(dataset) = Dataset::from_text(&text) else {
+        bail!("{} is not a dataset description", path.display());
+    };
+    let differs = |what: &str, given: String, found: String| {
+        anyhow::anyhow!(
+            "--reuse: {} holds a dataset with {what} {found}, not {given}",
+            dir.display()
+        )
+    };
+    if let Some(hosts) = args.hosts.filter(|h| *h != dataset.hosts) {
+        return Err(differs("--hosts", group(hosts), group(dataset.hosts)));
+    }
+    if let Some(seed) = args.seed.filter(|s| *s != dataset.seed) {
+        return Err(differs(
+            "--seed",
+            seed.to_string(),
+            dataset.seed.to_string(),
+        ));
+    }
+    if let Some(as_of) = args.as_of.filter(|t| *t != dataset.as_of) {
+        return Err(differs(
+            "--as-of",
+            as_of.to_string(),
+            dataset.as_of.to_string(),
+        ));
+    }
+    Ok(dataset)
+}
+
+/// Writes the dataset, ingests it into `data`, deletes the input unless `keep_input`, and
+/// records the dataset in `dir`.
+fn build_dataset(dir: &Path, data: &Path, dataset: Dataset, keep_input: bool) -> Result<Built> {
+    let input = dir.join(INPUT_FILE);
+    eprintln!(
+        "bench index: writing {} hosts to {}…",
+        group(dataset.hosts),
+        input.display()
+    );
+    let started = Instant::now();
+    let cfg = SynthConfig {
+        hosts: dataset.hosts,
+        seed: dataset.seed,
+        as_of: dataset.as_of,
+    };
+    let mut file =
+        fs::File::create(&input).with_context(|| format!("cannot create {}", input.display()))?;
+    let synth = write_dataset(&cfg, &mut file)
+        .with_context(|| format!("writing the dataset to {}", input.display()))?;
+    file.sync_all()
+        .with_context(|| format!("writing the dataset to {}", input.display()))?;
+    drop(file);
+    let synth_seconds = started.elapsed().as_secs_f64();
+
+    eprintln!("bench index: ingesting into {}…", data.display());
+    let report = ingest_paths(data, std::slice::from_ref(&input), DEFAULT_BATCH, false)?;
+    let mut err = io::stderr().lock();
+    report.write(&mut err).ok();
+    drop(err);
+    if !keep_input {
+        fs::remove_file(&input)
+            .with_context(|| format!("cannot delete the input {}", input.display()))?;
+    }
+    let path = dir.join(DATASET_FILE);
+    fs::write(&path, dataset.to_text())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(Built {
+        records: synth.records,
+        input_bytes: synth.bytes,
+        synth_seconds,
+        observations: report.observations(),
+        rejected: report.rejected(),
+        ingest_seconds: report.seconds(),
+        input_kept: keep_input,
+    })
+}
+
+/// Bytes of the files under `path`.
+fn tree_bytes(path: &Path) -> Result<u64> {
+    let meta = fs::metadata(path)
+        .with_context(|| format!("cannot read the size of {}", path.display()))?;
+    if !meta.is_dir() {
+        return Ok(meta.len());
+    }
+    let mut total = 0;
+    for entry in fs::read_dir(path).with_context(|| format!("cannot read {}", path.display()))? {
+        let entry = entry.with_context(|| format!("cannot read {}", path.display()))?;
+        total += tree_bytes(&entry.path())?;
+    }
+    Ok(total)
+}
+
+/// About `want` host records spread evenly over the store (every k-th in host order).
+fn sample_hosts(data: &Path, want: u64) -> Result<Vec<HostRecord>> {
+    let store = DurableStore::open(&data.join(STORE_FILE))?;
+    let total = store.stats()?.hosts;
+    let step = usize::try_from((total / want.max(1)).max(1)).unwrap_or(usize::MAX);
+    let mut samples = Vec::new();
+    for rec in store.hosts()?.step_by(step) {
+        samples.push(rec?);
+    }
+    Ok(samples)
+}
+
+/// `n` values spread evenly over the distinct values of `values`, in their order.
+fn pick<T: Clone + Eq + Hash>(values: impl IntoIterator<Item = T>, n: usize) -> Vec<T> {
+    let mut seen = HashSet::new();
+    let distinct: Vec<T> = values
+        .into_iter()
+        .filter(|v| seen.insert(v.clone()))
+        .collect();
+    if distinct.len() <= n {
+        return distinct;
+    }
+    (0..n)
+        .filter_map(|i| distinct.get(i * distinct.len() / n).cloned())
+        .collect()
+}
+
+/// The query of `text`; the texts here are built to be valid.
+fn query(text: &str) -> Result<Query> {
+    periscope_query::parse(text).map_err(|e| anyhow::anyhow!("the benchmark query {text:?}: {e}"))
+}
+
+/// Hosts matching `query` (untimed; for the `matched` column).
+fn matching(index: &EmbeddedIndex, query: &Query, now: Timestamp) -> Result<u64> {
+    Ok(index.count(query, now)?.value)
+}
+
+/// Search cases of `texts`, skipping texts that do not parse (a stored value the query
+/// language cannot spell, such as a phrase with a `"`).
+fn searches(index: &EmbeddedIndex, texts: Vec<String>, now: Timestamp) -> Result<Vec<Case>> {
+    let mut cases = Vec::new();
+    for text in texts {
+        let Ok(q) = periscope_query::parse(&text) else {
+            continue;
+        };
+        cases.push(Case {
+            matched: matching(index, &q, now)?,
+            text: q.to_string(),
+            call: Call::Search(q),
+        });
+    }
+    Ok(cases)
+}
+
+/// The queries of [`BROAD_CANDIDATES`] that match about a third of the hosts (a quarter to
+/// 42%), closest first, at most three; the closest one when none does. Also the fraction of
+/// the closest.
+fn third_of_hosts(index: &EmbeddedIndex, now: Timestamp) -> Result<(Vec<(Query, u64)>, f64)> {
+    let total = index.stats().hosts.max(1) as f64;
+    let mut scored = Vec::new();
+    for text in BROAD_CANDIDATES {
+        let q = query(text)?;
+        let n = matching(index, &q, now)?;
+        scored.push((q, n, (n as f64 / total - 1.0 / 3.0).abs()));
+    }
+    scored.sort_by(|a, b| a.2.total_cmp(&b.2));
+    let closest = scored.first().map_or(0.0, |(_, n, _)| *n as f64 / total);
+    let near: Vec<(Query, u64)> = scored
+        .iter()
+        .filter(|(_, n, _)| (0.25..=0.42).contains(&(*n as f64 / total)))
+        .take(3)
+        .map(|(q, n, _)| (q.clone(), *n))
+        .collect();
+    if near.is_empty() {
+        let first = scored.into_iter().next().map(|(q, n, _)| (q, n));
+        return Ok((first.into_iter().collect(), closest));
+    }
+    Ok((near, closest))
+}
+
+/// The operations and their values, drawn from `samples`; also the matched fraction of the
+/// facet query.
+fn plan(
+    index: &EmbeddedIndex,
+    samples: &[HostRecord],
+    now: Timestamp,
+    args: &IndexArgs,
+) -> Result<(Vec<Op>, f64)> {
+    let runs = args.runs;
+    let heavy = args.heavy_runs.min(args.runs);
+    let enrichment = |r: &HostRecord| r.enrichment.as_ref().map(|(e, _)| e.clone());
+    let v4 = samples.iter().filter(|r| r.ip.is_ipv4());
+    let v6 = samples.iter().filter(|r| r.ip.is_ipv6());
+
+    let exact4 = pick(v4.clone().map(|r| r.ip.to_string()), VALUES_PER_OP);
+    let exact6 = pick(v6.map(|r| r.ip.to_string()), VALUES_PER_OP);
+    let cidrs = pick(
+        v4.filter_map(|r| match r.ip {
+            IpAddr::V4(ip) => {
+                let [a, b, c, _] = ip.octets();
+                Some(format!("cidr:{a}.{b}.{c}.0/24"))
+            }
+            IpAddr::V6(_) => None,
+        }),
+        VALUES_PER_OP,
+    );
+    let asns = pick(
+        samples.iter().filter_map(|r| {
+            let e = enrichment(r)?;
+            let a = e.asn.research.or(e.asn.bgp).or(e.asn.network)?;
+            Some(format!("asn:{}", a.asn))
+        }),
+        VALUES_PER_OP,
+    );
+    let domains = pick(
+        samples
+            .iter()
+            .filter_map(|r| Some(format!("domain:{}", enrichment(r)?.domain?))),
+        VALUES_PER_OP,
+    );
+    let three = pick(
+        samples.iter().filter_map(|r| {
+            let country = r.location.as_ref()?.0.country_code?;
+            let s = r.services.values().next()?;
+            Some(format!(
+                "port:{} protocol:{} country:{country}",
+                s.port, s.protocol
+            ))
+        }),
+        VALUES_PER_OP,
+    );
+    let orgs = pick(
+        samples.iter().filter_map(|r| {
+            let e = enrichment(r)?;
+            let name = e
+                .provider
+                .and_then(|p| p.organization)
+                .or_else(|| e.asn.research.and_then(|a| a.organization))?;
+            Some(format!("organization:\"{name}\""))
+        }),
+        VALUES_PER_OP,
+    );
+    let products = pick(
+        samples.iter().flat_map(|r| {
+            r.services
+                .values()
+                .filter_map(|s| Some(format!("product:\"{}\"", s.product.as_ref()?.title)))
+        }),
+        VALUES_PER_OP,
+    );
+    let broad: Vec<String> = BROAD.iter().map(|s| (*s).to_string()).collect();
+    let several: Vec<&HostRecord> = samples
+        .iter()
+        .filter(|r| r.services.len() >= DETAIL_MIN_SERVICES)
+        .collect();
+    let detail_hosts = if several.is_empty() {
+        pick(samples.iter().map(|r| r.ip), VALUES_PER_OP)
+    } else {
+        pick(several.iter().map(|r| r.ip), VALUES_PER_OP)
+    };
+
+    let mut counts = Vec::new();
+    for text in &broad {
+        let q = query(text)?;
+        counts.push(Case {
+            matched: matching(index, &q, now)?,
+            text: q.to_string(),
+            call: Call::Count(q),
+        });
+    }
+    let (thirds, fraction) = third_of_hosts(index, now)?;
+    let facets = thirds
+        .iter()
+        .filter_map(|(q, n)| {
+            Some(Case {
+                text: q.to_string(),
+                call: Call::Facets(q.as_filter()?.clone()),
+                matched: *n,
+            })
+        })
+        .collect();
+    let exposure = |resolution: Resolution| -> Vec<Case> {
+        thirds
+            .iter()
+            .map(|(q, n)| Case {
+                text: format!("{q} ({})", resolution.as_str()),
+                call: Call::Exposure(q.clone(), resolution),
+                matched: *n,
+            })
+            .collect()
+    };
+    let details = detail_hosts
+        .into_iter()
+        .map(|ip| {
+            let found = index.host_detail(ip, None, DETAIL_LIMIT, now)?.is_some();
+            Ok(Case {
+                text: format!("{ip} (limit {DETAIL_LIMIT})"),
+                call: Call::Detail(ip),
+                matched: u64::from(found),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+
+    let op = |name, target, runs, cases| Op {
+        name,
+        target,
+        runs,
+        cases,
+    };
+    let ms = |ms| Some(Target::P50Ms(ms));
+    let ops = vec![
+        op("exact-ipv4", ms(1.0), runs, searches(index, exact4, now)?),
+        op("exact-ipv6", ms(1.0), runs, searches(index, exact6, now)?),
+        op("cidr-24", ms(1.0), runs, searches(index, cidrs, now)?),
+        op("asn", ms(1.0), runs, searches(index, asns, now)?),
+        op("domain", None, runs, searches(index, domains, now)?),
+        op(
+            "broad-first-page",
+            ms(5.0),
+            runs,
+            searches(index, broad, now)?,
+        ),
+        op("three-clause", ms(20.0), runs, searches(index, three, now)?),
+        op("organization", None, runs, searches(index, orgs, now)?),
+        op("product", None, runs, searches(index, products, now)?),
+        op("count", ms(10.0), runs, counts),
+        op("facets", ms(150.0), heavy, facets),
+        op(
+            "exposure-global",
+            ms(150.0),
+            heavy,
+            exposure(Resolution::Global),
+        ),
+        op(
+            "exposure-regional",
+            ms(150.0),
+            heavy,
+            exposure(Resolution::Regional),
+        ),
+        op(
+            "exposure-local",
+            ms(150.0),
+            heavy,
+            exposure(Resolution::Local),
+        ),
+        op("host-detail", ms(1.0), runs, details),
+    ];
+    Ok((ops, fraction))
+}
+
+/// Makes one call; true when a search was declined as too broad.
+fn execute(index: &EmbeddedIndex, call: &Call, now: Timestamp) -> Result<bool> {
+    match call {
+        Call::Search(query) => {
+            let outcome = index.search(&SearchRequest {
+                query,
+                after: None,
+                limit: PAGE_LIMIT,
+                resolved: &[],
+                now,
+            })?;
+            let too_broad = matches!(outcome, SearchOutcome::TooBroad { .. });
+            black_box(outcome);
+            Ok(too_broad)
+        }
+        Call::Count(query) => {
+            black_box(index.count(query, now)?);
+            Ok(false)
+        }
+        Call::Facets(query) => {
+            black_box(index.facets(query, now)?);
+            Ok(false)
+        }
+        Call::Exposure(query, resolution) => {
+            black_box(index.exposure(query, *resolution, now)?);
+            Ok(false)
+        }
+        Call::Detail(ip) => {
+            black_box(index.host_detail(*ip, None, DETAIL_LIMIT, now)?);
+            Ok(false)
+        }
+    }
+}
+
+/// A warm-up pass over every value, then each operation's timed runs, one call at a time.
+fn measure(index: &EmbeddedIndex, ops: &[Op], now: Timestamp) -> Result<Vec<OpResult>> {
+    for op in ops {
+        for case in &op.cases {
+            execute(index, &case.call, now)?;
+        }
+    }
+    let mut results = Vec::with_capacity(ops.len());
+    for op in ops {
+        let mut times = Vec::with_capacity(op.runs as usize);
+        let mut matched = Vec::with_capacity(op.runs as usize);
+        let mut too_broad = 0;
+        if !op.cases.is_empty() {
+            for (_, case) in (0..op.runs).zip(op.cases.iter().cycle()) {
+                let started = Instant::now();
+                let declined = execute(index, &case.call, now)?;
+                times.push(started.elapsed());
+                too_broad += u32::from(declined);
+                matched.push(case.matched);
+            }
+        }
+        times.sort();
+        matched.sort_unstable();
+        let at = |p: f64| percentile(&times, p);
+        results.push(OpResult {
+            name: op.name,
+            example: op
+                .cases
+                .first()
+                .map_or_else(String::new, |c| c.text.clone()),
+            values: op.cases.len(),
+            runs: if op.cases.is_empty() { 0 } else { op.runs },
+            p50: at(0.50),
+            p99: at(0.99),
+            min: times.first().copied().unwrap_or_default(),
+            max: times.last().copied().unwrap_or_default(),
+            matched: (
+                matched.first().copied().unwrap_or(0),
+                percentile(&matched, 0.5),
+                matched.last().copied().unwrap_or(0),
+            ),
+            too_broad,
+            target: op.target,
+        });
+    }
+    Ok(results)
+}
+
+/// The nearest-rank percentile `p` (0 to 1) of sorted `values`; the default when empty.
+fn percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
+    if sorted.is_empty() {
+        return T::default();
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Everything of the run but the operations.
+#[derive(Debug)]
+struct Setup<'a> {
+    dir: &'a Path,
+    dataset: Dataset,
+    built: Option<&'a Built>,
+    serving_seconds: f64,
+    index_hosts: u64,
+    index_services: u64,
+    index_bytes: u64,
+    rss_before_kib: Option<u64>,
+    rss_kib: Option<u64>,
+    hwm_kib: Option<u64>,
+    disk_bytes: u64,
+    samples: usize,
+    sampling_seconds: f64,
+    third: f64,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+fn write_report(out: &mut impl Write, s: &Setup<'_>, results: &[OpResult]) -> io::Result<()> {
+    let d = s.dataset;
+    writeln!(
+        out,
+        "bench index: {} hosts, seed {}, as of {}{}",
+        group(d.hosts),
+        d.seed,
+        d.as_of,
+        if cfg!(debug_assertions) {
+            " (debug build: build with --release for meaningful numbers)"
+        } else {
+            ""
+        }
+    )?;
+    writeln!(out, "work directory:   {}", s.dir.display())?;
+    match s.built {
+        Some(b) => {
+            writeln!(
+                out,
+                "synth:            {} records, {} in {:.1} s (input {})",
+                group(b.records),
+                megabytes(b.input_bytes),
+                b.synth_seconds,
+                if b.input_kept {
+                    "kept"
+                } else {
+                    "deleted after ingest"
+                }
+            )?;
+            let rate = b.observations as f64 / b.ingest_seconds.max(1e-9);
+            writeln!(
+                out,
+                "ingest:           {} observations ({} rejected lines) in {:.1} s: {} obs/s   \
+                 target {} {}",
+                group(b.observations),
+                group(b.rejected),
+                b.ingest_seconds,
+                group(rate as u64),
+                INGEST_TARGET.text(),
+                INGEST_TARGET.verdict(rate)
+            )?;
+        }
+        None => writeln!(
+            out,
+            "ingest:           skipped (--reuse: the store in DIR/data is measured as it is)"
+        )?,
+    }
+    writeln!(
+        out,
+        "start to serving: {:.2} s (open the store, build the index: {} hosts, {} services, \
+         postings {})   target {} {}",
+        s.serving_seconds,
+        group(s.index_hosts),
+        group(s.index_services),
+        megabytes(s.index_bytes),
+        SERVING_TARGET.text(),
+        SERVING_TARGET.verdict(s.serving_seconds)
+    )?;
+    match s.rss_kib {
+        Some(rss) => writeln!(
+            out,
+            "memory:           VmRSS {} with the index open (before opening {}), VmHWM {}   \
+             target {} {}{}",
+            mib(rss),
+            s.rss_before_kib.map_or_else(|| "unknown".into(), mib),
+            s.hwm_kib.map_or_else(|| "unknown".into(), mib),
+            MEMORY_TARGET.text(),
+            MEMORY_TARGET.verdict(rss as f64 * 1024.0),
+            if s.built.is_some() {
+                " (this process also ingested: rerun with --reuse for a clean figure)"
+            } else {
+                ""
+            }
+        )?,
+        None => writeln!(out, "memory:           unknown (no /proc/self/status)")?,
+    }
+    writeln!(
+        out,
+        "disk:             DIR/data {}",
+        megabytes(s.disk_bytes)
+    )?;
+    writeln!(
+        out,
+        "values:           from {} host records sampled from the store in {:.1} s; facets \
+         and exposure query matches {:.1}% of hosts",
+        group(s.samples as u64),
+        s.sampling_seconds,
+        s.third * 100.0
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<18} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>4}  example",
+        "operation",
+        "values",
+        "runs",
+        "p50 ms",
+        "p99 ms",
+        "min ms",
+        "max ms",
+        "matched",
+        "target",
+        "ok"
+    )?;
+    for r in results {
+        let (target, ok) = match r.target {
+            Some(t) if r.runs > 0 => (t.text(), t.verdict(ms(r.p50))),
+            Some(t) => (t.text(), "-"),
+            None => ("-".into(), "-"),
+        };
+        writeln!(
+            out,
+            "{:<18} {:>6} {:>6} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>9} {:>4}  {}",
+            r.name,
+            r.values,
+            r.runs,
+            ms(r.p50),
+            ms(r.p99),
+            ms(r.min),
+            ms(r.max),
+            group(r.matched.1),
+            target,
+            ok,
+            if r.values == 0 {
+                "(no value in the sample)"
+            } else {
+                &r.example
+            }
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "matched: hosts the query matches (median over the runs; host-detail: 1 when the host \
+         was found). Targets are for 10,000,000 hosts."
+    )?;
+    for r in results.iter().filter(|r| r.too_broad > 0) {
+        writeln!(
+            out,
+            "{}: {} of {} runs were declined as query_too_broad (more than {} hosts, no \
+             service named), as the API would",
+            r.name,
+            r.too_broad,
+            r.runs,
+            group(IndexConfig::default().max_host_only_results)
+        )?;
+    }
+    Ok(())
+}
+
+fn to_json(s: &Setup<'_>, results: &[OpResult]) -> Value {
+    let bytes = |kib: Option<u64>| kib.map(|k| k * 1024);
+    let ingest = s.built.map(|b| {
+        let rate = b.observations as f64 / b.ingest_seconds.max(1e-9);
+        json!({
+            "synth_records": b.records,
+            "synth_bytes": b.input_bytes,
+            "synth_seconds": b.synth_seconds,
+            "observations": b.observations,
+            "rejected_lines": b.rejected,
+            "seconds": b.ingest_seconds,
+            "observations_per_second": rate,
+            "target": INGEST_TARGET.text(),
+            "ok": INGEST_TARGET.met(rate),
+        })
+    });
+    let rss = s.rss_kib.map(|k| k as f64 * 1024.0);
+    let operations: Vec<Value> = results
+        .iter()
+        .map(|r| {
+            json!({
+                "name": r.name,
+                "example": r.example,
+                "values": r.values,
+                "runs": r.runs,
+                "p50_ms": ms(r.p50),
+                "p99_ms": ms(r.p99),
+                "min_ms": ms(r.min),
+                "max_ms": ms(r.max),
+                "matched": { "min": r.matched.0, "median": r.matched.1, "max": r.matched.2 },
+                "declined_too_broad": r.too_broad,
+                "target": r.target.map(Target::text),
+                "ok": r.target.filter(|_| r.runs > 0).map(|t| t.met(ms(r.p50))),
+            })
+        })
+        .collect();
+    json!({
+        "debug_build": cfg!(debug_assertions),
+        "dataset": {
+            "hosts": s.dataset.hosts,
+            "seed": s.dataset.seed,
+            "as_of": s.dataset.as_of.to_string(),
+            "dir": s.dir.display().to_string(),
+            "reused": s.built.is_none(),
+        },
+        "ingest": ingest,
+        "start_to_serving": {
+            "seconds": s.serving_seconds,
+            "index_hosts": s.index_hosts,
+            "index_services": s.index_services,
+            "index_bytes": s.index_bytes,
+            "target": SERVING_TARGET.text(),
+            "ok": SERVING_TARGET.met(s.serving_seconds),
+        },
+        "memory": {
+            "vm_rss_bytes": bytes(s.rss_kib),
+            "vm_rss_before_open_bytes": bytes(s.rss_before_kib),
+            "vm_hwm_bytes": bytes(s.hwm_kib),
+            "target": MEMORY_TARGET.text(),
+            "ok": rss.map(|r| MEMORY_TARGET.met(r)),
+        },
+        "disk_bytes": s.disk_bytes,
+        "sampled_hosts": s.samples,
+        "facet_query_fraction": s.third,
+        "operations": operations,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<u32> = (1..=100).collect();
+        assert_eq!(percentile(&v, 0.5), 50);
+        assert_eq!(percentile(&v, 0.99), 99);
+        assert_eq!(percentile(&[7u32], 0.99), 7);
+        assert_eq!(percentile(&[1u32, 2, 3], 0.99), 3);
+        assert_eq!(percentile::<u32>(&[], 0.5), 0);
+    }
+
+    #[test]
+    fn picks_distinct_values_evenly() {
+        assert_eq!(pick([1, 1, 2, 3, 2], 10), vec![1, 2, 3]);
+        assert_eq!(pick(0..10, 5), vec![0, 2, 4, 6, 8]);
+    }
+
+    #[test]
+    fn dataset_text_round_trips() {
+        let as_of = Timestamp::parse("2026-01-01T00:00:00Z").expect("timestamp");
+        let d = Dataset {
+            hosts: 2000,
+            seed: 3,
+            as_of,
+        };
+        assert_eq!(Dataset::from_text(&d.to_text()), Some(d));
+        assert_eq!(Dataset::from_text("hosts=1\n"), None);
+    }
+
+    #[test]
+    fn targets() {
+        assert!(Target::P50Ms(1.0).met(0.5));
+        assert!(!Target::P50Ms(1.0).met(1.5));
+        assert!(Target::ObsPerSecond(200_000.0).met(250_000.0));
+        assert_eq!(MEMORY_TARGET.text(), "≤ 4 GiB");
+    }
+}

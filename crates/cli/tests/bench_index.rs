@@ -1,0 +1,148 @@
+//! End-to-end tests of `periscope bench index`: a small run reports every operation with
+//! hosts matched and writes the same figures as JSON; `--reuse` measures the store a run left
+//! behind; a non-empty work directory without `--reuse` is refused with exit status 2. No
+//! test asserts a time.
+
+mod common;
+
+use std::path::Path;
+
+use common::{periscope, scratch, text};
+
+/// Every operation of the report, in order.
+const OPERATIONS: [&str; 15] = [
+    "exact-ipv4",
+    "exact-ipv6",
+    "cidr-24",
+    "asn",
+    "domain",
+    "broad-first-page",
+    "three-clause",
+    "organization",
+    "product",
+    "count",
+    "facets",
+    "exposure-global",
+    "exposure-regional",
+    "exposure-local",
+    "host-detail",
+];
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+/// Runs the benchmark into `dir` with `extra` arguments; returns standard output.
+fn bench(dir: &Path, extra: &[&str]) -> String {
+    let mut args = vec![
+        "bench",
+        "index",
+        "--hosts",
+        "2000",
+        "--runs",
+        "3",
+        "--as-of",
+        "2026-01-01",
+        "--dir",
+        path_str(dir),
+    ];
+    args.extend_from_slice(extra);
+    let out = periscope(&args);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    stdout
+}
+
+/// The report line of `op`, split into columns.
+fn row<'a>(report: &'a str, op: &str) -> Vec<&'a str> {
+    let line = report
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(op))
+        .unwrap_or_else(|| panic!("no line for {op} in\n{report}"));
+    line.split_whitespace().collect()
+}
+
+#[test]
+fn reports_every_operation_with_matches_and_json() {
+    let scratch = scratch("bench-index");
+    let dir = scratch.join("work");
+    let json = scratch.join("report.json");
+    let report = bench(&dir, &["--json", path_str(&json)]);
+
+    for label in ["synth:", "ingest:", "start to serving:", "memory:", "disk:"] {
+        assert!(
+            report.lines().any(|l| l.starts_with(label)),
+            "{label}\n{report}"
+        );
+    }
+    assert!(report.contains("2,000 hosts"), "{report}");
+    for op in OPERATIONS {
+        // operation, values, runs, p50, p99, min, max, matched, target..., example
+        let cols = row(&report, op);
+        assert_eq!(cols[2], "3", "{op}: runs\n{report}");
+        let matched: u64 = cols[7].replace(',', "").parse().expect("matched count");
+        assert!(matched > 0, "{op} matched nothing\n{report}");
+    }
+    // The input is deleted after the ingest; the store and the description stay.
+    assert!(!dir.join("observations.jsonl").exists());
+    assert!(dir.join("data/scan.redb").is_file());
+    assert!(dir.join("dataset.txt").is_file());
+
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON written"))
+            .expect("JSON parses");
+    assert_eq!(value["dataset"]["hosts"], 2000);
+    assert!(
+        value["ingest"]["observations"]
+            .as_u64()
+            .expect("observations")
+            > 0
+    );
+    assert!(value["start_to_serving"]["seconds"].is_number());
+    assert!(value["disk_bytes"].as_u64().expect("disk") > 0);
+    let ops = value["operations"].as_array().expect("operations");
+    let names: Vec<&str> = ops.iter().filter_map(|o| o["name"].as_str()).collect();
+    assert_eq!(names, OPERATIONS);
+    for op in ops {
+        assert_eq!(op["runs"], 3, "{op}");
+        assert!(op["matched"]["min"].as_u64().expect("min") > 0, "{op}");
+        for key in ["p50_ms", "p99_ms", "min_ms", "max_ms"] {
+            assert!(op[key].as_f64().is_some_and(|v| v >= 0.0), "{key}: {op}");
+        }
+        assert!(
+            op["example"].as_str().is_some_and(|e| !e.is_empty()),
+            "{op}"
+        );
+    }
+
+    // A second run measures the same store without building it.
+    let again = bench(&dir, &["--reuse"]);
+    assert!(again.contains("ingest:           skipped"), "{again}");
+    assert!(!again.lines().any(|l| l.starts_with("synth:")), "{again}");
+    for op in OPERATIONS {
+        row(&again, op);
+    }
+}
+
+#[test]
+fn refuses_a_non_empty_directory_without_reuse() {
+    let dir = scratch("bench-index-non-empty");
+    std::fs::write(dir.join("something"), "kept").expect("write");
+    let out = periscope(&["bench", "index", "--hosts", "2000", "--dir", path_str(&dir)]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is not empty") && stderr.contains("--reuse"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("something")).expect("still there"),
+        "kept"
+    );
+
+    // --reuse on a directory holding no dataset says so.
+    let out = periscope(&["bench", "index", "--reuse", "--dir", path_str(&dir)]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no complete benchmark dataset"), "{stderr}");
+}
