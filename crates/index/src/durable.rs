@@ -3,7 +3,8 @@
 //!
 //! Tables (names are public so tools and tests can reach them with `redb` directly):
 //! - [`META_TABLE`] (`&str → u64`): `schema_version` = [`SCHEMA_VERSION`]; a store of another
-//!   version is refused when opened, never read.
+//!   version is refused when opened, never read. `generation` ([`GENERATION_KEY`]) counts the
+//!   batches that changed something.
 //! - [`HOSTS_TABLE`] (`[u8; 16] → bytes`): one [`HostRecord`] per address, keyed by the
 //!   big-endian [`ip_order_key`], so iterating the table is host order (IPv4 first, then
 //!   IPv6, each ascending); values are [`codec::encode_host`] bytes.
@@ -26,6 +27,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use periscope_model::DomainName;
 use periscope_model::ip_order_key;
@@ -44,6 +46,10 @@ pub const SCHEMA_VERSION: u64 = 1;
 pub const META_TABLE: &str = "meta";
 /// The key of the schema version in [`META_TABLE`].
 pub const SCHEMA_VERSION_KEY: &str = "schema_version";
+/// The key of the generation in [`META_TABLE`]: the number of batches committed that changed
+/// something (absent before the first), so an index file can tell whether it was built from
+/// this state.
+pub const GENERATION_KEY: &str = "generation";
 /// The host records: 16-byte big-endian host-order key → encoded [`HostRecord`].
 pub const HOSTS_TABLE: &str = "hosts";
 /// The domain-scan records: name → encoded [`DomainScan`].
@@ -203,7 +209,9 @@ pub struct StoreStats {
 
 /// The scan store: host records and domain-scan records in one redb file.
 pub struct DurableStore {
-    db: Database,
+    /// Shared with the snapshots taken of it, which read through it after the store is
+    /// dropped (the file stays open and locked until the last of them is gone).
+    db: Arc<Database>,
     path: PathBuf,
 }
 
@@ -264,7 +272,7 @@ impl DurableStore {
         }
         txn.commit().map_err(failed("initialising the store"))?;
         Ok(Self {
-            db,
+            db: Arc::new(db),
             path: path.to_owned(),
         })
     }
@@ -381,6 +389,17 @@ impl DurableStore {
                 }
             }
         }
+        if summary.hosts_written + summary.domain_scans_written > 0 {
+            let mut meta = txn
+                .open_table(META)
+                .map_err(failed("opening the meta table"))?;
+            let generation = meta
+                .get(GENERATION_KEY)
+                .map_err(failed("reading the generation"))?
+                .map_or(0, |v| v.value());
+            meta.insert(GENERATION_KEY, generation + 1)
+                .map_err(failed("advancing the generation"))?;
+        }
         txn.commit().map_err(failed("committing a batch"))?;
         Ok(summary)
     }
@@ -396,7 +415,18 @@ impl DurableStore {
         let scans = txn
             .open_table(DOMAIN_SCANS)
             .map_err(failed("opening the domain-scans table"))?;
-        Ok(StoreSnapshot { hosts, scans })
+        let generation = txn
+            .open_table(META)
+            .map_err(failed("opening the meta table"))?
+            .get(GENERATION_KEY)
+            .map_err(failed("reading the generation"))?
+            .map_or(0, |v| v.value());
+        Ok(StoreSnapshot {
+            hosts,
+            scans,
+            generation,
+            _db: Arc::clone(&self.db),
+        })
     }
 
     /// The stored record of `ip`, if any (expired or not: retention is the reader's call).
@@ -446,6 +476,9 @@ impl DurableStore {
 pub struct StoreSnapshot {
     hosts: redb::ReadOnlyTable<&'static [u8; 16], &'static [u8]>,
     scans: redb::ReadOnlyTable<&'static str, &'static [u8]>,
+    generation: u64,
+    /// Keeps the database open: redb refuses reads once it is closed.
+    _db: Arc<Database>,
 }
 
 impl fmt::Debug for StoreSnapshot {
@@ -455,6 +488,11 @@ impl fmt::Debug for StoreSnapshot {
 }
 
 impl StoreSnapshot {
+    /// The store's generation when this snapshot was taken ([`GENERATION_KEY`]).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// The record of `ip`, if stored (expired or not).
     pub fn host(&self, ip: IpAddr) -> Result<Option<HostRecord>, StoreError> {
         self.host_by_key(HostKey::of(ip))

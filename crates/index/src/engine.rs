@@ -30,8 +30,11 @@
 //! ([`EmbeddedIndex::stats`]); over the store, no host record stays in memory.
 
 mod facets;
+mod persist;
 mod postings;
 mod scans;
+
+pub use persist::{FORMAT_VERSION, LoadError};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -73,6 +76,15 @@ pub enum BuildError {
     /// Reading the durable store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The index was built but could not be written to its file.
+    #[error("cannot write the index file {}", path.display())]
+    Save {
+        /// The index file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Sizes of a built index.
@@ -92,6 +104,8 @@ pub struct EngineStats {
 pub struct EmbeddedIndex {
     config: IndexConfig,
     built_at: Timestamp,
+    /// The store generation the index was built from (0 when built from an iterator).
+    generation: u64,
     /// Host ordinal → host-order key, ascending.
     keys: Vec<u128>,
     /// Where the records shown are read from.
@@ -168,6 +182,7 @@ impl EmbeddedIndex {
     ) -> Result<Self, BuildError> {
         let domains = snapshot.domain_scans()?;
         let mut index = Self::try_build(config, now, snapshot.hosts()?, domains, false)?;
+        index.generation = snapshot.generation();
         index.records = Records::Store(Box::new(snapshot));
         Ok(index)
     }
@@ -183,6 +198,7 @@ impl EmbeddedIndex {
         let mut index = Self {
             config,
             built_at: now,
+            generation: 0,
             keys: Vec::new(),
             records: Records::Memory(Vec::new()),
             service_start: vec![0],
@@ -224,6 +240,11 @@ impl EmbeddedIndex {
             }
         }
         Ok(index)
+    }
+
+    /// The store generation the index was built from (0 when built from an iterator).
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The instant the retention window was applied at.
@@ -282,7 +303,7 @@ impl EmbeddedIndex {
                 snapshot
                     .host_by_key(HostKey(key.to_be_bytes()))
                     .map(|rec| rec.map(Cow::Owned))
-                    .map_err(|e| IndexError::Unavailable(e.to_string()))
+                    .map_err(|e| IndexError::Unavailable(with_causes(&e)))
             }
         }
     }
@@ -565,4 +586,16 @@ impl ScanIndex for EmbeddedIndex {
         };
         Ok(Some(detail::page(&view, after, limit, self.listing(ip))))
     }
+}
+
+/// `e` and its sources, joined by `: `.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -41,6 +41,6 @@ pub use api::{
 };
 
 pub use engine::EmbeddedIndex;
-pub use live::LiveIndex;
+pub use live::{LiveIndex, Opened};
 pub use reference::ReferenceIndex;
 pub use store::{ApplyOutcome, DomainScans, HostRecord, IndexConfig, StoredService};

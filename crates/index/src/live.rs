@@ -9,6 +9,11 @@
 //! on answering, then swaps it in; [`LiveIndex::spawn_refresher`] calls it on a background
 //! thread every interval, so new data is searchable within one interval plus one build.
 //!
+//! **The index file:** a built snapshot is saved next to the store (`scan.index` beside
+//! `scan.redb`, see [`crate::engine`]'s `persist`), and [`LiveIndex::open`] loads it when it
+//! was built from the store's current generation, so a restart reads one file instead of
+//! rebuilding from every record; otherwise it builds and saves. Refreshes save too.
+//!
 //! A snapshot is also rebuilt when it is older than [`LiveIndex::MAX_SNAPSHOT_AGE_SECS`]
 //! even without new data, so services leave the retention window as time passes (a snapshot
 //! applies the window at the moment it was built; see [`crate::engine`]).
@@ -18,7 +23,7 @@
 //! writing the file.
 
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
@@ -32,13 +37,15 @@ use crate::api::{
     Count, Exposure, Facets, HostDetail, IndexError, ScanIndex, SearchOutcome, SearchRequest,
 };
 use crate::durable::{BatchSummary, DurableStore, StoreError};
-use crate::engine::{BuildError, EmbeddedIndex};
+use crate::engine::{BuildError, EmbeddedIndex, LoadError};
 use crate::store::IndexConfig;
 
 /// The durable store and the snapshot answering searches; see the module documentation.
 #[derive(Debug)]
 pub struct LiveIndex {
     config: IndexConfig,
+    /// Where snapshots are saved.
+    index_path: PathBuf,
     store: Mutex<DurableStore>,
     current: RwLock<Arc<EmbeddedIndex>>,
     /// Batches committed since the store was opened.
@@ -54,19 +61,44 @@ impl LiveIndex {
     /// retention window moves on.
     pub const MAX_SNAPSHOT_AGE_SECS: i64 = 3_600;
 
-    /// Opens the store at `path` (creating it when missing) and builds the first snapshot,
-    /// current at `now`.
-    pub fn open(path: &Path, config: IndexConfig, now: Timestamp) -> Result<Self, BuildError> {
+    /// The index file of the store at `store_path`: the same name with `.index`.
+    pub fn index_path(store_path: &Path) -> PathBuf {
+        store_path.with_extension("index")
+    }
+
+    /// Opens the store at `path` (creating it when missing) and its first snapshot: loaded
+    /// from the index file when that was built from the store as it is, otherwise built
+    /// current at `now` and saved. Says which it did.
+    pub fn open(
+        path: &Path,
+        config: IndexConfig,
+        now: Timestamp,
+    ) -> Result<(Self, Opened), BuildError> {
         let store = DurableStore::open(path)?;
-        let first = EmbeddedIndex::from_store(&store, config, now)?;
-        Ok(Self {
+        let index_path = Self::index_path(path);
+        let (first, opened) = match EmbeddedIndex::load(&index_path, store.snapshot()?, config) {
+            Ok(index) => (index, Opened::Loaded),
+            Err(why) => {
+                let index = EmbeddedIndex::from_store(&store, config, now)?;
+                let saved = index.save(&index_path);
+                (index, Opened::Built { why, saved })
+            }
+        };
+        let live = Self {
             config,
+            index_path,
             store: Mutex::new(store),
             current: RwLock::new(Arc::new(first)),
             committed: AtomicU64::new(0),
             built_after: AtomicU64::new(0),
             building: Mutex::new(()),
-        })
+        };
+        Ok((live, opened))
+    }
+
+    /// Runs `f` on the store (under the lock batches are applied under).
+    pub fn with_store<T>(&self, f: impl FnOnce(&DurableStore) -> T) -> T {
+        f(&self.store.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The snapshot answering now.
@@ -89,8 +121,10 @@ impl LiveIndex {
     }
 
     /// Builds a new snapshot current at `now` and swaps it in, when batches were committed
-    /// since the current one was built or it is older than [`Self::MAX_SNAPSHOT_AGE_SECS`].
-    /// Returns whether it swapped. Searches go on against the old snapshot meanwhile.
+    /// since the current one was built or it is older than [`Self::MAX_SNAPSHOT_AGE_SECS`],
+    /// then saves it to the index file. Returns whether it swapped. Searches go on against
+    /// the old snapshot meanwhile. A failed save ([`BuildError::Save`]) comes after the swap:
+    /// the new snapshot answers, and the next start rebuilds.
     pub fn refresh(&self, now: Timestamp) -> Result<bool, BuildError> {
         let _building = self.building.lock().unwrap_or_else(PoisonError::into_inner);
         let age = now.unix() - self.current().built_at().unix();
@@ -105,8 +139,14 @@ impl LiveIndex {
             store.snapshot()?
         };
         let next = EmbeddedIndex::from_snapshot(snapshot, self.config, now)?;
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+        let next = Arc::new(next);
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::clone(&next);
         self.built_after.store(committed, Ordering::SeqCst);
+        next.save(&self.index_path)
+            .map_err(|source| BuildError::Save {
+                path: self.index_path.clone(),
+                source,
+            })?;
         Ok(true)
     }
 
@@ -132,6 +172,20 @@ impl LiveIndex {
                 }
             })
     }
+}
+
+/// How [`LiveIndex::open`] got its first snapshot.
+#[derive(Debug)]
+pub enum Opened {
+    /// Loaded from the index file.
+    Loaded,
+    /// Built from the store because the index file could not be used, then saved (or not).
+    Built {
+        /// Why the file was not used (missing, stale, corrupt).
+        why: LoadError,
+        /// Whether saving the new file worked.
+        saved: std::io::Result<()>,
+    },
 }
 
 impl ScanIndex for LiveIndex {

@@ -774,9 +774,14 @@ fn builds_from_the_durable_store() {
     }
     drop(engine);
     let reopened = EmbeddedIndex::from_store(&store, IndexConfig::default(), now()).unwrap();
+    // The index outlives the store handle it was opened through, and still reads records.
+    drop(store);
     let query: Query = "port:8443".parse().unwrap();
     assert_eq!(reopened.count(&query, now()).unwrap().value, 1);
-    drop(store);
+    let detail = reopened
+        .host_detail(ip("240.0.0.1"), None, 20, now())
+        .unwrap();
+    assert_eq!(detail.map(|d| d.host.services.len()), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,6 +1,8 @@
 //! `LiveIndex`: batches become searchable with the next snapshot, a search keeps the snapshot
-//! it started with, the background refresher picks new batches up without being asked, and a
-//! snapshot is rebuilt as it ages so expired services leave.
+//! it started with, the background refresher picks new batches up without being asked, a
+//! snapshot is rebuilt as it ages so expired services leave, and the index file: a restart
+//! loads it when it matches the store, answers exactly as the built index did, and rebuilds
+//! when it is stale, damaged or missing.
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
@@ -9,11 +11,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use periscope_index::api::ScanIndex;
-use periscope_index::{IndexConfig, LiveIndex};
+use periscope_index::api::{ScanIndex, SearchRequest};
+use periscope_index::engine::LoadError;
+use periscope_index::{EmbeddedIndex, IndexConfig, LiveIndex, Opened};
 use periscope_model::Timestamp;
 use periscope_model::observation::{Observation, ObservationReader};
-use periscope_query::Query;
+use periscope_query::{Query, Resolution};
+use periscope_synth::{SynthConfig, write_dataset};
 
 const NOW: &str = "2026-11-20T14:00:00Z";
 
@@ -63,7 +67,9 @@ fn count(index: &impl ScanIndex, text: &str) -> u64 {
 #[test]
 fn a_batch_is_searchable_after_the_next_refresh_and_a_held_snapshot_stays_as_it_was() {
     let dir = TempStore::new("refresh");
-    let live = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    let live = LiveIndex::open(&dir.path(), IndexConfig::default(), now())
+        .unwrap()
+        .0;
     assert_eq!(count(&live, "port:443"), 0);
     assert!(!live.is_stale());
     assert!(!live.refresh(now()).unwrap(), "nothing new: no rebuild");
@@ -88,7 +94,11 @@ fn a_batch_is_searchable_after_the_next_refresh_and_a_held_snapshot_stays_as_it_
 #[test]
 fn the_background_refresher_makes_new_batches_searchable() {
     let dir = TempStore::new("background");
-    let live = Arc::new(LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap());
+    let live = Arc::new(
+        LiveIndex::open(&dir.path(), IndexConfig::default(), now())
+            .unwrap()
+            .0,
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let refresher = live
         .spawn_refresher(Duration::from_millis(20), now, Arc::clone(&stop), |e| {
@@ -110,7 +120,9 @@ fn the_background_refresher_makes_new_batches_searchable() {
 #[test]
 fn an_aged_snapshot_is_rebuilt_so_expired_services_leave() {
     let dir = TempStore::new("aging");
-    let live = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    let live = LiveIndex::open(&dir.path(), IndexConfig::default(), now())
+        .unwrap()
+        .0;
     // Observed 29 days and 23 hours before `now`: current now, expired two hours later.
     live.apply_batch(&service("240.0.0.2", 443, "2026-10-21T15:00:00Z"))
         .unwrap();
@@ -123,4 +135,190 @@ fn an_aged_snapshot_is_rebuilt_so_expired_services_leave() {
         Timestamp::from_unix(now().unix() + LiveIndex::MAX_SNAPSHOT_AGE_SECS + 3_600).unwrap();
     assert!(live.refresh(later).unwrap(), "an old snapshot is rebuilt");
     assert_eq!(count(&live, "port:443"), 0);
+}
+
+/// `count` synthetic hosts, observed up to the start of `NOW`'s day.
+fn synth(hosts: u64) -> Vec<Observation> {
+    let cfg = SynthConfig {
+        hosts,
+        seed: 7,
+        as_of: now().start_of_day(),
+    };
+    let mut out = Vec::new();
+    write_dataset(&cfg, &mut out).unwrap();
+    let mut reader = ObservationReader::new(now());
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .filter_map(|l| reader.read_line(l).unwrap())
+        .collect()
+}
+
+/// Every kind of answer of `a`, written out (so they can be compared after `a` is gone: an
+/// index holds its store open).
+fn answers(a: &EmbeddedIndex) -> Vec<String> {
+    let mut out = vec![format!("{:?} {}", a.stats(), a.generation())];
+    let texts = [
+        "port:443",
+        "port:22 protocol:ssh",
+        "product:\"openssh\"",
+        "country:DE",
+        "exploit:yes",
+        "cvss:7.0-10.0",
+        "organization:\"example\"",
+        "cidr:240.0.0.0/24",
+    ];
+    for text in texts {
+        let query: Query = text.parse().unwrap();
+        let mut after = None;
+        loop {
+            let req = SearchRequest {
+                query: &query,
+                after,
+                limit: 50,
+                resolved: &[],
+                now: now(),
+            };
+            let x = a.search(&req).unwrap();
+            out.push(format!("{text}: {x:?}"));
+            match x {
+                periscope_index::SearchOutcome::Page(p) if p.has_more => {
+                    after = p.hosts.last().map(|h| h.host.ip);
+                }
+                _ => break,
+            }
+        }
+        out.push(format!("{text}: {:?}", a.count(&query, now()).unwrap()));
+        for resolution in [Resolution::Global, Resolution::Regional, Resolution::Local] {
+            let e = a.exposure(&query, resolution, now()).unwrap();
+            out.push(format!("{text} {resolution:?}: {e:?}"));
+        }
+        if let Query::Filter(f) = &query {
+            out.push(format!("{text}: {:?}", a.facets(f, now()).unwrap()));
+        }
+    }
+    let all: Query = "port:22".parse().unwrap();
+    let req = SearchRequest {
+        query: &all,
+        after: None,
+        limit: 100,
+        resolved: &[],
+        now: now(),
+    };
+    if let periscope_index::SearchOutcome::Page(p) = a.search(&req).unwrap() {
+        assert!(!p.hosts.is_empty());
+        for h in p.hosts {
+            let d = a.host_detail(h.host.ip, None, 20, now()).unwrap();
+            out.push(format!("{}: {d:?}", h.host.ip));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_restart_loads_the_index_file_and_answers_as_the_built_index_did() {
+    let dir = TempStore::new("persist");
+    let (live, opened) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    assert!(
+        matches!(
+            opened,
+            Opened::Built {
+                why: LoadError::Missing,
+                saved: Ok(())
+            }
+        ),
+        "{opened:?}"
+    );
+    for batch in synth(1_500).chunks(1_000) {
+        live.apply_batch(batch).unwrap();
+    }
+    assert!(live.refresh(now()).unwrap());
+    let built = answers(&live.current());
+    assert!(count(&live, "port:443") > 0);
+    drop(live);
+
+    let (reopened, opened) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    assert!(matches!(opened, Opened::Loaded), "{opened:?}");
+    assert_eq!(answers(&reopened.current()), built);
+
+    // Another batch makes the file stale: the next start rebuilds, and saves again.
+    reopened
+        .apply_batch(&service("240.0.0.1", 65001, "2026-11-20T10:00:00Z"))
+        .unwrap();
+    drop(reopened);
+    let (again, opened) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    assert!(
+        matches!(
+            opened,
+            Opened::Built {
+                why: LoadError::Stale(_),
+                saved: Ok(())
+            }
+        ),
+        "{opened:?}"
+    );
+    assert_eq!(count(&again, "port:65001"), 1);
+    drop(again);
+    let (_, opened) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    assert!(matches!(opened, Opened::Loaded), "{opened:?}");
+
+    // Other settings: stale.
+    let other = IndexConfig {
+        max_host_only_results: 5,
+        ..IndexConfig::default()
+    };
+    let (_, opened) = LiveIndex::open(&dir.path(), other, now()).unwrap();
+    assert!(
+        matches!(
+            opened,
+            Opened::Built {
+                why: LoadError::Stale(_),
+                ..
+            }
+        ),
+        "{opened:?}"
+    );
+}
+
+#[test]
+fn a_damaged_index_file_is_never_used() {
+    let dir = TempStore::new("damaged");
+    let (live, _) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    live.apply_batch(&synth(300)).unwrap();
+    assert!(live.refresh(now()).unwrap());
+    let expected = count(&live, "port:443");
+    drop(live);
+    let file = LiveIndex::index_path(&dir.path());
+    let good = std::fs::read(&file).unwrap();
+
+    let mut flipped = good.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x40;
+    let truncated = good[..good.len() - 9].to_vec();
+    let mut trailing = good.clone();
+    trailing.push(0);
+    let foreign = b"not an index at all".to_vec();
+    for (name, bytes) in [
+        ("flipped", flipped),
+        ("truncated", truncated),
+        ("trailing", trailing),
+        ("foreign", foreign),
+    ] {
+        std::fs::write(&file, bytes).unwrap();
+        let (live, opened) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+        assert!(
+            matches!(
+                opened,
+                Opened::Built {
+                    why: LoadError::Corrupt(_),
+                    saved: Ok(())
+                }
+            ),
+            "{name}: {opened:?}"
+        );
+        assert_eq!(count(&live, "port:443"), expected, "{name}");
+        drop(live);
+        // The rebuilt file replaced the damaged one.
+        assert_eq!(std::fs::read(&file).unwrap(), good, "{name}");
+    }
 }

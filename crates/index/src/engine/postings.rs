@@ -12,11 +12,13 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::io::Write as _;
 
 use periscope_model::{Asn, CountryCode, CveId, Port};
 use periscope_query::{Clause, Phrase};
 use roaring::RoaringBitmap;
 
+use super::persist::{LoadError, Reader, Writer};
 use crate::reference::matching::{comparable_name, contains_run, enrichment, words};
 use crate::store::{HostRecord, StoredService};
 
@@ -188,6 +190,110 @@ impl ServicePostings {
     }
 }
 
+impl ServicePostings {
+    /// Writes the postings and columns (the index file; see `persist`).
+    pub fn write<W: std::io::Write>(&self, w: &mut Writer<W>) -> std::io::Result<()> {
+        w.map(&self.port, |w, p| w.u16(p.get()))?;
+        w.bitmaps(self.protocol.iter())?;
+        w.str_map(&self.product_words)?;
+        w.str_map(&self.cpe)?;
+        w.map(&self.cve, |w, id| {
+            w.u16(id.year())?;
+            w.u32(id.number())
+        })?;
+        w.bitmaps(self.cvss.iter())?;
+        w.bitmaps(self.exploit.iter())?;
+        w.str_map(&self.certificate_names)?;
+        let c = &self.columns;
+        for p in &c.port {
+            w.u16(p.get())?;
+        }
+        for t in &c.protocol {
+            w.u8(u8::try_from(t.index()).unwrap_or(u8::MAX))?;
+        }
+        for t in &c.title {
+            w.u32(*t)?;
+        }
+        w.len(c.titles.len())?;
+        for t in &c.titles {
+            w.str(t)?;
+        }
+        w.write_all(&c.band)?;
+        w.write_all(&c.exploit)
+    }
+
+    /// Reads what [`Self::write`] wrote, for `services` services.
+    pub fn read<R: std::io::Read>(r: &mut Reader<R>, services: usize) -> Result<Self, LoadError> {
+        let bad = |what: &str| LoadError::Corrupt(what.to_owned());
+        let port = r.map("port postings", |r| {
+            Port::new(r.u16()?).map_err(|_| bad("a port key"))
+        })?;
+        let protocol = r.bitmaps("protocol postings")?;
+        if protocol.len() > periscope_model::ProtocolToken::all().count() {
+            return Err(bad("more protocol postings than protocols"));
+        }
+        let product_words = r.str_map("product words")?;
+        let cpe = r.str_map("CPE postings")?;
+        let cve = r.map("CVE postings", |r| {
+            let (year, number) = (r.u16()?, r.u32()?);
+            CveId::from_parts(year, number).ok_or_else(|| bad("a CVE key"))
+        })?;
+        let cvss = r.bitmaps("CVSS postings")?;
+        if cvss.len() > 101 {
+            return Err(bad("CVSS postings beyond 10.0"));
+        }
+        let mut exploit = r.bitmaps("exploit postings")?.into_iter();
+        let (Some(no), Some(yes), None) = (exploit.next(), exploit.next(), exploit.next()) else {
+            return Err(bad("exploit postings"));
+        };
+        let certificate_names = r.str_map("certificate names")?;
+        let port_column = r.vec(services, |r| {
+            Port::new(r.u16()?).map_err(|_| bad("a port column value"))
+        })?;
+        let protocol_column = r.vec(services, |r| {
+            let i = r.u8()?;
+            periscope_model::ProtocolToken::all()
+                .nth(usize::from(i))
+                .ok_or_else(|| bad("a protocol column value"))
+        })?;
+        let title = r.vec(services, Reader::u32)?;
+        let count = r.len("titles")?;
+        let titles: Vec<Box<str>> = r.vec(count, |r| r.str("a title"))?;
+        if title
+            .iter()
+            .any(|t| *t != NONE_U32 && *t as usize >= titles.len())
+        {
+            return Err(bad("a title column value"));
+        }
+        let band = r.vec(services, Reader::u8)?;
+        let exploit_column = r.vec(services, Reader::u8)?;
+        let title_ids = titles
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), u32::try_from(i).unwrap_or(NONE_U32)))
+            .collect();
+        Ok(Self {
+            port,
+            protocol,
+            product_words,
+            cpe,
+            cve,
+            cvss,
+            exploit: [no, yes],
+            certificate_names,
+            columns: ServiceColumns {
+                port: port_column,
+                protocol: protocol_column,
+                title,
+                titles,
+                title_ids,
+                band,
+                exploit: exploit_column,
+            },
+        })
+    }
+}
+
 impl ServiceColumns {
     fn title_id(&mut self, title: &str) -> u32 {
         if let Some(id) = self.title_ids.get(title) {
@@ -311,6 +417,66 @@ impl HostPostings {
             })
             .filter_map(|id| self.organization_hosts.get(id as usize))
             .fold(RoaringBitmap::new(), |acc, hosts| acc | hosts)
+    }
+
+    /// Writes the postings (the index file; see `persist`).
+    pub fn write<W: std::io::Write>(&self, w: &mut Writer<W>) -> std::io::Result<()> {
+        w.map(&self.country, |w, cc| w.write_all(cc.as_str().as_bytes()))?;
+        w.map(&self.asn, |w, a| w.u32(a.get()))?;
+        w.str_map(&self.names)?;
+        w.len(self.organizations.len())?;
+        for v in &self.organizations {
+            w.str(v)?;
+        }
+        w.bitmaps(self.organization_hosts.iter())?;
+        w.str_map(&self.organization_words)
+    }
+
+    /// Reads what [`Self::write`] wrote, for `hosts` hosts.
+    pub fn read<R: std::io::Read>(r: &mut Reader<R>, hosts: usize) -> Result<Self, LoadError> {
+        let bad = |what: &str| LoadError::Corrupt(what.to_owned());
+        let country = r.map("country postings", |r| {
+            let b = [r.u8()?, r.u8()?];
+            std::str::from_utf8(&b)
+                .ok()
+                .and_then(|t| CountryCode::parse(t).ok())
+                .ok_or_else(|| bad("a country key"))
+        })?;
+        let asn = r.map("ASN postings", |r| {
+            Asn::new(r.u32()?).map_err(|_| bad("an ASN key"))
+        })?;
+        let names = r.str_map("name postings")?;
+        let count = r.len("organizations")?;
+        let organizations: Vec<Box<str>> = r.vec(count, |r| r.str("an organization"))?;
+        let organization_hosts = r.bitmaps("organization hosts")?;
+        if organization_hosts.len() != organizations.len() {
+            return Err(bad("organization hosts do not match the organizations"));
+        }
+        let organization_words = r.str_map("organization words")?;
+        let beyond = |b: &RoaringBitmap| b.max().is_some_and(|m| m as usize >= hosts);
+        if country
+            .values()
+            .chain(asn.values())
+            .chain(names.values())
+            .any(beyond)
+            || organization_hosts.iter().any(beyond)
+        {
+            return Err(bad("a host posting names a host the index does not have"));
+        }
+        let organization_ids = organizations
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.clone(), u32::try_from(i).unwrap_or(NONE_U32)))
+            .collect();
+        Ok(Self {
+            country,
+            asn,
+            names,
+            organizations,
+            organization_ids,
+            organization_hosts,
+            organization_words,
+        })
     }
 
     /// Approximate bytes held by the postings.

@@ -1,0 +1,492 @@
+//! The index file: a built [`EmbeddedIndex`] written to disk so that a restart loads it
+//! instead of rebuilding it from every host record (which takes minutes at ten million
+//! hosts; loading is a sequential read).
+//!
+//! Layout (little-endian): the magic `PSCPIDX\0`, [`FORMAT_VERSION`], the store generation it
+//! was built from, the build time, the two settings that shape an index, then the ordinal
+//! maps, places, service postings and columns, host postings — in the order
+//! [`EmbeddedIndex::save`] writes them — and last a 64-bit checksum of every byte before it.
+//! Bitmaps are roaring's portable serialization. The domain-scan lookups are not in the file:
+//! they are rebuilt from the store snapshot, which is small.
+//!
+//! **Validity:** a file is used only when its generation equals the store snapshot's (every
+//! committed batch advances the store's generation) and its settings equal the ones asked
+//! for; otherwise [`EmbeddedIndex::load`] says it is stale and the caller rebuilds. A file
+//! that does not parse, fails a structural check or its checksum is an error naming what is
+//! wrong — the caller rebuilds and overwrites it; it is never half-used.
+//! **Writing** goes to a temporary file that is synced and renamed over the old one, so a
+//! crash leaves either the old file or the new one.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::hash::Hash;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::Path;
+
+use periscope_model::record::Position;
+use periscope_model::{CountryCode, Timestamp};
+use roaring::RoaringBitmap;
+
+use super::scans::ScanRecords;
+use super::{EmbeddedIndex, Records};
+use crate::durable::StoreSnapshot;
+use crate::store::IndexConfig;
+
+const MAGIC: &[u8; 8] = b"PSCPIDX\0";
+/// The layout written and the only one read.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Why an index file was not used.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// There is no index file.
+    #[error("there is no index file")]
+    Missing,
+    /// The file was built from another state of the store, or with other settings.
+    #[error("the index file is stale: {0}")]
+    Stale(String),
+    /// The file is damaged or not an index file.
+    #[error("the index file is not usable: {0}")]
+    Corrupt(String),
+    /// Reading the file failed.
+    #[error("cannot read the index file: {0}")]
+    Io(#[from] io::Error),
+    /// Reading the store snapshot failed.
+    #[error(transparent)]
+    Store(#[from] crate::durable::StoreError),
+}
+
+fn corrupt(what: impl Into<String>) -> LoadError {
+    LoadError::Corrupt(what.into())
+}
+
+/// A streaming 64-bit checksum (64-bit FNV-1a over 8-byte words, the tail zero-padded), so
+/// the writer and the reader agree however their buffers split the bytes.
+#[derive(Debug, Clone)]
+struct Checksum {
+    hash: u64,
+    pending: [u8; 8],
+    filled: usize,
+}
+
+impl Checksum {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+
+    fn new() -> Self {
+        Self {
+            hash: 0xcbf2_9ce4_8422_2325,
+            pending: [0; 8],
+            filled: 0,
+        }
+    }
+
+    fn word(&mut self, w: u64) {
+        self.hash = (self.hash ^ w).wrapping_mul(Self::PRIME).rotate_left(29);
+    }
+
+    fn update(&mut self, mut bytes: &[u8]) {
+        if self.filled > 0 {
+            let take = (8 - self.filled).min(bytes.len());
+            self.pending[self.filled..self.filled + take].copy_from_slice(&bytes[..take]);
+            self.filled += take;
+            bytes = &bytes[take..];
+            if self.filled < 8 {
+                return;
+            }
+            self.word(u64::from_le_bytes(self.pending));
+            self.filled = 0;
+        }
+        let mut words = bytes.chunks_exact(8);
+        for w in words.by_ref() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.word(u64::from_le_bytes(b));
+        }
+        let rest = words.remainder();
+        self.pending[..rest.len()].copy_from_slice(rest);
+        self.filled = rest.len();
+    }
+
+    fn finish(&self) -> u64 {
+        let mut c = self.clone();
+        if c.filled > 0 {
+            c.pending[c.filled..].fill(0);
+            c.word(u64::from_le_bytes(c.pending));
+        }
+        c.word(0x5043_5350);
+        c.hash
+    }
+}
+
+/// Writes primitives, checksumming every byte.
+pub(super) struct Writer<W: Write> {
+    out: W,
+    sum: Checksum,
+}
+
+impl<W: Write> Write for Writer<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.sum.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl<W: Write> Writer<W> {
+    pub fn u8(&mut self, v: u8) -> io::Result<()> {
+        self.write_all(&[v])
+    }
+    pub fn u16(&mut self, v: u16) -> io::Result<()> {
+        self.write_all(&v.to_le_bytes())
+    }
+    pub fn u32(&mut self, v: u32) -> io::Result<()> {
+        self.write_all(&v.to_le_bytes())
+    }
+    pub fn u64(&mut self, v: u64) -> io::Result<()> {
+        self.write_all(&v.to_le_bytes())
+    }
+    pub fn i64(&mut self, v: i64) -> io::Result<()> {
+        self.write_all(&v.to_le_bytes())
+    }
+    pub fn f64(&mut self, v: f64) -> io::Result<()> {
+        self.write_all(&v.to_bits().to_le_bytes())
+    }
+    /// A count or length.
+    pub fn len(&mut self, n: usize) -> io::Result<()> {
+        self.u64(n as u64)
+    }
+    pub fn str(&mut self, s: &str) -> io::Result<()> {
+        self.len(s.len())?;
+        self.write_all(s.as_bytes())
+    }
+    pub fn bitmap(&mut self, b: &RoaringBitmap) -> io::Result<()> {
+        b.serialize_into(&mut *self)
+    }
+    pub fn bitmaps<'a>(
+        &mut self,
+        bs: impl ExactSizeIterator<Item = &'a RoaringBitmap>,
+    ) -> io::Result<()> {
+        self.len(bs.len())?;
+        for b in bs {
+            self.bitmap(b)?;
+        }
+        Ok(())
+    }
+    /// A map, its entries in key order (so equal maps give equal bytes).
+    pub fn map<K: Ord>(
+        &mut self,
+        map: &HashMap<K, RoaringBitmap>,
+        mut key: impl FnMut(&mut Self, &K) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut entries: Vec<_> = map.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        self.len(entries.len())?;
+        for (k, b) in entries {
+            key(self, k)?;
+            self.bitmap(b)?;
+        }
+        Ok(())
+    }
+    pub fn str_map(&mut self, map: &HashMap<Box<str>, RoaringBitmap>) -> io::Result<()> {
+        self.map(map, |w, k| w.str(k))
+    }
+}
+
+/// Reads primitives, checksumming every byte.
+pub(super) struct Reader<R: Read> {
+    input: R,
+    sum: Checksum,
+}
+
+impl<R: Read> Read for Reader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.input.read(buf)?;
+        self.sum.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Upper bound for any count in the file (ordinals are 32-bit).
+const MAX_COUNT: u64 = u32::MAX as u64 + 1;
+
+impl<R: Read> Reader<R> {
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], LoadError> {
+        let mut b = [0u8; N];
+        self.read_exact(&mut b).map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => corrupt("the file ends early"),
+            _ => LoadError::Io(e),
+        })?;
+        Ok(b)
+    }
+    pub fn u8(&mut self) -> Result<u8, LoadError> {
+        Ok(self.array::<1>()?[0])
+    }
+    pub fn u16(&mut self) -> Result<u16, LoadError> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
+    pub fn u32(&mut self) -> Result<u32, LoadError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    pub fn u64(&mut self) -> Result<u64, LoadError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    pub fn i64(&mut self) -> Result<i64, LoadError> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+    pub fn f64(&mut self) -> Result<f64, LoadError> {
+        Ok(f64::from_bits(self.u64()?))
+    }
+    pub fn len(&mut self, what: &str) -> Result<usize, LoadError> {
+        let n = self.u64()?;
+        if n > MAX_COUNT {
+            return Err(corrupt(format!("{what}: implausible count {n}")));
+        }
+        usize::try_from(n).map_err(|_| corrupt(format!("{what}: count {n} too large")))
+    }
+    pub fn str(&mut self, what: &str) -> Result<Box<str>, LoadError> {
+        let n = self.len(what)?;
+        if n > 1 << 20 {
+            return Err(corrupt(format!("{what}: a string of {n} bytes")));
+        }
+        let mut b = vec![0u8; n];
+        self.read_exact(&mut b)
+            .map_err(|_| corrupt(format!("{what}: the file ends early")))?;
+        String::from_utf8(b)
+            .map(String::into_boxed_str)
+            .map_err(|_| corrupt(format!("{what}: not UTF-8")))
+    }
+    pub fn bitmap(&mut self, what: &str) -> Result<RoaringBitmap, LoadError> {
+        RoaringBitmap::deserialize_from(&mut *self)
+            .map_err(|e| corrupt(format!("{what}: bad bitmap ({e})")))
+    }
+    pub fn bitmaps(&mut self, what: &str) -> Result<Vec<RoaringBitmap>, LoadError> {
+        let n = self.len(what)?;
+        (0..n).map(|_| self.bitmap(what)).collect()
+    }
+    pub fn map<K: Hash + Eq>(
+        &mut self,
+        what: &str,
+        mut key: impl FnMut(&mut Self) -> Result<K, LoadError>,
+    ) -> Result<HashMap<K, RoaringBitmap>, LoadError> {
+        let n = self.len(what)?;
+        let mut map = HashMap::with_capacity(n.min(1 << 20));
+        for _ in 0..n {
+            let k = key(self)?;
+            let b = self.bitmap(what)?;
+            if map.insert(k, b).is_some() {
+                return Err(corrupt(format!("{what}: a key appears twice")));
+            }
+        }
+        Ok(map)
+    }
+    pub fn str_map(&mut self, what: &str) -> Result<HashMap<Box<str>, RoaringBitmap>, LoadError> {
+        self.map(what, |r| r.str(what))
+    }
+    /// `n` fixed-size values.
+    pub fn vec<T>(
+        &mut self,
+        n: usize,
+        mut one: impl FnMut(&mut Self) -> Result<T, LoadError>,
+    ) -> Result<Vec<T>, LoadError> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            out.push(one(self)?);
+        }
+        Ok(out)
+    }
+}
+
+impl EmbeddedIndex {
+    /// Writes the index to `path` (through a temporary file renamed over it), recording the
+    /// store generation it was built from.
+    pub fn save(&self, path: &Path) -> io::Result<()> {
+        let tmp = path.with_extension("index-tmp");
+        let file = File::create(&tmp)?;
+        let mut w = Writer {
+            out: BufWriter::with_capacity(1 << 20, file),
+            sum: Checksum::new(),
+        };
+        self.write(&mut w)?;
+        let sum = w.sum.finish();
+        let mut file = w.out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.write_all(&sum.to_le_bytes())?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    }
+
+    fn write<W: Write>(&self, w: &mut Writer<W>) -> io::Result<()> {
+        w.write_all(MAGIC)?;
+        w.u32(FORMAT_VERSION)?;
+        w.u64(self.generation)?;
+        w.i64(self.built_at.unix())?;
+        w.i64(self.config.retention_secs)?;
+        w.u64(self.config.max_host_only_results)?;
+        w.len(self.keys.len())?;
+        for k in &self.keys {
+            w.write_all(&k.to_le_bytes())?;
+        }
+        w.len(self.service_host.len())?;
+        for s in &self.service_start {
+            w.u32(*s)?;
+        }
+        for h in &self.service_host {
+            w.u32(*h)?;
+        }
+        for (position, country) in &self.places {
+            let flags = u8::from(position.is_some())
+                | u8::from(position.is_some_and(|p| p.accuracy_radius_km.is_some())) << 1
+                | u8::from(country.is_some()) << 2;
+            w.u8(flags)?;
+            if let Some(p) = position {
+                w.f64(p.latitude)?;
+                w.f64(p.longitude)?;
+                if let Some(r) = p.accuracy_radius_km {
+                    w.u32(r)?;
+                }
+            }
+            if let Some(cc) = country {
+                w.write_all(cc.as_str().as_bytes())?;
+            }
+        }
+        self.services.write(w)?;
+        self.hosts.write(w)
+    }
+
+    /// Loads the index file at `path` built from `snapshot` with `config`; see the module
+    /// documentation for when it is refused. The loaded index reads records from `snapshot`.
+    pub fn load(
+        path: &Path,
+        snapshot: StoreSnapshot,
+        config: IndexConfig,
+    ) -> Result<Self, LoadError> {
+        let file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(LoadError::Missing),
+            Err(e) => return Err(e.into()),
+        };
+        let mut r = Reader {
+            input: BufReader::with_capacity(1 << 20, file),
+            sum: Checksum::new(),
+        };
+        if &r.array::<8>()? != MAGIC {
+            return Err(corrupt("not a Periscope index file"));
+        }
+        let version = r.u32()?;
+        if version != FORMAT_VERSION {
+            return Err(LoadError::Stale(format!(
+                "format version {version}, this build reads {FORMAT_VERSION}"
+            )));
+        }
+        let generation = r.u64()?;
+        let store_generation = snapshot.generation();
+        if generation != store_generation {
+            return Err(LoadError::Stale(format!(
+                "built from store generation {generation}, the store is at {store_generation}"
+            )));
+        }
+        let built_at = Timestamp::from_unix(r.i64()?).ok_or_else(|| corrupt("build time"))?;
+        let saved = IndexConfig {
+            retention_secs: r.i64()?,
+            max_host_only_results: r.u64()?,
+        };
+        if saved != config {
+            return Err(LoadError::Stale(format!(
+                "built with {saved:?}, asked for {config:?}"
+            )));
+        }
+        let hosts = r.len("hosts")?;
+        let keys = r.vec(hosts, |r| Ok(u128::from_le_bytes(r.array()?)))?;
+        if keys.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(corrupt("host keys out of order"));
+        }
+        let services = r.len("services")?;
+        let service_start = r.vec(hosts + 1, Reader::u32)?;
+        let service_host = r.vec(services, Reader::u32)?;
+        let ranges_ok = service_start.first() == Some(&0)
+            && service_start.last().map(|l| *l as usize) == Some(services)
+            && service_start.windows(2).all(|w| w[0] < w[1]);
+        if !ranges_ok || service_host.iter().any(|h| *h as usize >= hosts) {
+            return Err(corrupt("service ranges do not fit the hosts"));
+        }
+        let places = r.vec(hosts, |r| {
+            let flags = r.u8()?;
+            if flags > 0b111 {
+                return Err(corrupt("place flags"));
+            }
+            let position = if flags & 1 == 1 {
+                Some(Position {
+                    latitude: r.f64()?,
+                    longitude: r.f64()?,
+                    accuracy_radius_km: if flags & 2 == 2 { Some(r.u32()?) } else { None },
+                })
+            } else {
+                None
+            };
+            let country = if flags & 4 == 4 {
+                let b = r.array::<2>()?;
+                let text = std::str::from_utf8(&b).map_err(|_| corrupt("country code"))?;
+                Some(CountryCode::parse(text).map_err(|_| corrupt("country code"))?)
+            } else {
+                None
+            };
+            Ok((position, country))
+        })?;
+        let service_postings = super::postings::ServicePostings::read(&mut r, services)?;
+        let host_postings = super::postings::HostPostings::read(&mut r, hosts)?;
+        let computed = r.sum.finish();
+        let stored = u64::from_le_bytes(r.array::<8>()?);
+        if computed != stored {
+            return Err(corrupt("checksum mismatch"));
+        }
+        if r.read(&mut [0u8; 1])? != 0 {
+            return Err(corrupt("bytes after the checksum"));
+        }
+        let scans = ScanRecords::new(snapshot.domain_scans()?);
+        Ok(Self {
+            config,
+            built_at,
+            generation,
+            keys,
+            records: Records::Store(Box::new(snapshot)),
+            service_start,
+            service_host,
+            places,
+            services: service_postings,
+            hosts: host_postings,
+            scans,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Checksum;
+
+    #[test]
+    fn the_checksum_does_not_depend_on_how_the_bytes_are_split() {
+        let bytes: Vec<u8> = (0..1000u32).map(|i| (i * 31 % 251) as u8).collect();
+        let mut whole = Checksum::new();
+        whole.update(&bytes);
+        for split in [1, 3, 7, 8, 9, 500] {
+            let mut parts = Checksum::new();
+            for chunk in bytes.chunks(split) {
+                parts.update(chunk);
+            }
+            assert_eq!(parts.finish(), whole.finish(), "split {split}");
+        }
+        let mut other = Checksum::new();
+        let mut changed = bytes.clone();
+        changed[999] ^= 1;
+        other.update(&changed);
+        assert_ne!(other.finish(), whole.finish());
+    }
+}
