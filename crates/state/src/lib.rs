@@ -1,0 +1,118 @@
+//! The state database of Periscope: everything the service remembers besides scan data.
+//!
+//! Accounts, organisations and membership, plans, access state and daily limits
+//! ([`Account`], [`State::create_account`]); API keys ([`State::create_key`],
+//! [`State::authenticate`]); the daily allowance counter ([`State::charge`]: how a search is
+//! charged exactly is explained on [`Charge`]); search cursors
+//! ([`State::take_cursor`]); audit records ([`AuditSink`]); and problem reports
+//! ([`State::submit_report`]). [`PlanSource`] and [`AuditSink`] are the seams where the search
+//! service's tests put failing implementations.
+//!
+//! One [`State`] runs on SQLite (the default: `DATA/state.db`, created on first start) or on
+//! PostgreSQL, through sqlx with one migration set whose SQL both accept. It holds a pool and
+//! is cheap to clone. No method reads a clock: every call that needs the time takes `now`, so
+//! day rollover and expiry are tested without waiting. Reference: `docs/state.md`.
+
+mod accounts;
+mod allowance;
+mod audit;
+mod cursors;
+mod db;
+mod error;
+mod keys;
+mod random;
+mod reports;
+mod seams;
+
+use std::path::Path;
+
+pub use accounts::{
+    Access, Account, AccountId, DailyLimit, Email, NewAccount, Organisation, OrganisationId, Plan,
+    TermsAcceptance,
+};
+pub use allowance::{Charge, Usage, UtcDay};
+pub use audit::{AuditEntry, AuditId, AuditRecord, Channel, Operation};
+pub use cursors::{CURSOR_LEN, CursorTake, CursorToken, DEFAULT_CURSOR_LIFETIME_SECS, NewCursor};
+pub use db::Backend;
+pub use error::{Result, StateError};
+pub use keys::{
+    API_KEY_LEN, ApiKey, KEY_NAME_MAX_CHARS, KeyId, KeyInfo, KeyOwner, is_well_formed_key,
+};
+pub use reports::{ProblemReport, REPORT_MAX_CHARS, ReportId, check_description};
+pub use seams::{AuditSink, BoxFuture, PlanSource};
+
+use db::Db;
+
+/// The environment variable that names a PostgreSQL state database (the `database_url`
+/// configuration key); read by the configuration layer, not here.
+pub const DATABASE_URL_ENV: &str = "PERISCOPE_DATABASE_URL";
+
+/// A handle on the state database (a connection pool; clones share it).
+#[derive(Clone, Debug)]
+pub struct State {
+    db: Db,
+}
+
+impl State {
+    /// Opens the database named by `target`: a `postgres://` or `postgresql://` URL, a
+    /// `sqlite:` URL, or the path of a SQLite file (created if missing). Runs the migrations.
+    pub async fn open(target: &str) -> Result<Self> {
+        if target.starts_with("postgres://") || target.starts_with("postgresql://") {
+            return Self::connect_postgres(target).await;
+        }
+        let path = target
+            .strip_prefix("sqlite://")
+            .or_else(|| target.strip_prefix("sqlite:"))
+            .unwrap_or(target);
+        Self::open_sqlite_file(Path::new(path)).await
+    }
+
+    /// Opens the state database the configuration names: PostgreSQL at `database_url` when
+    /// one is set, otherwise the SQLite file `state.db` in `data_dir`.
+    pub async fn open_configured(database_url: Option<&str>, data_dir: &Path) -> Result<Self> {
+        match database_url {
+            Some(url) => Self::open(url).await,
+            None => Self::open_sqlite(data_dir).await,
+        }
+    }
+
+    /// Opens `DATA/state.db` in the data directory, creating the directory and the file on
+    /// first start. Runs the migrations.
+    pub async fn open_sqlite(data_dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(data_dir).map_err(|source| StateError::DataDir {
+            path: data_dir.to_owned(),
+            source,
+        })?;
+        Self::open_sqlite_file(&db::sqlite_path(data_dir)).await
+    }
+
+    /// Opens the SQLite file at `path` (created if missing; its directory must exist). Runs
+    /// the migrations.
+    pub async fn open_sqlite_file(path: &Path) -> Result<Self> {
+        Ok(Self {
+            db: Db::open_sqlite_file(path).await?,
+        })
+    }
+
+    /// Connects to the PostgreSQL database at `url` (which must exist). Runs the migrations.
+    pub async fn connect_postgres(url: &str) -> Result<Self> {
+        Ok(Self {
+            db: Db::connect_postgres(url).await?,
+        })
+    }
+
+    /// Which database this is.
+    pub fn backend(&self) -> Backend {
+        self.db.backend()
+    }
+
+    /// The newest schema version this build knows (and has applied).
+    pub fn schema_version() -> i64 {
+        db::SCHEMA_VERSION
+    }
+
+    /// Closes the pool, waiting for connections in use to be returned.
+    pub async fn close(&self) {
+        self.db.close().await;
+    }
+}
