@@ -115,13 +115,49 @@ fn reports_every_operation_with_matches_and_json() {
         );
     }
 
-    // A second run measures the same store without building it.
+    // The first start built the index and saved its file; the restart loaded it.
+    assert!(
+        report.lines().any(|l| l.starts_with("first start:")),
+        "{report}"
+    );
+    assert!(dir.join("data/scan.index").is_file());
+    assert!(value["first_start_seconds"].is_number());
+
+    // A second run measures the same store without building it, loading the index file.
     let again = bench(&dir, &["--reuse"]);
     assert!(again.contains("ingest:           skipped"), "{again}");
+    assert!(!again.contains("first start:"), "{again}");
     assert!(!again.lines().any(|l| l.starts_with("synth:")), "{again}");
     for op in OPERATIONS {
         row(&again, op);
     }
+}
+
+#[test]
+fn a_streamed_dataset_ingests_the_same_observations_as_a_file() {
+    let scratch = scratch("bench-stream");
+    bench(
+        &scratch.join("file"),
+        &["--json", path_str(&scratch.join("f.json"))],
+    );
+    let streamed = bench(
+        &scratch.join("stream"),
+        &["--stream", "--json", path_str(&scratch.join("s.json"))],
+    );
+    assert!(streamed.contains("streamed into ingest"), "{streamed}");
+    assert!(!scratch.join("stream/observations.jsonl").exists());
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(scratch.join(name)).expect("JSON"))
+            .expect("JSON parses")
+    };
+    let (f, s) = (read("f.json"), read("s.json"));
+    assert_eq!(f["ingest"]["observations"], s["ingest"]["observations"]);
+    assert_eq!(f["ingest"]["synth_bytes"], s["ingest"]["synth_bytes"]);
+    assert_eq!(s["ingest"]["synth_streamed"], true);
+    assert_eq!(
+        f["start_to_serving"]["index_services"],
+        s["start_to_serving"]["index_services"]
+    );
 }
 
 #[test]

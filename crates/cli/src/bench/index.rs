@@ -38,11 +38,11 @@ use periscope_index::{
 };
 use periscope_model::Timestamp;
 use periscope_query::{FilterQuery, Query, Resolution};
-use periscope_synth::{SynthConfig, write_dataset};
+use periscope_synth::{SynthConfig, SynthStats, write_dataset};
 use serde_json::{Value, json};
 
 use super::status_kib;
-use crate::ingest::{DEFAULT_BATCH, STORE_FILE, ingest_paths};
+use crate::ingest::{DEFAULT_BATCH, IngestReport, STORE_FILE, ingest_paths};
 use crate::synth::{group, now, parse_as_of, parse_hosts};
 
 /// Hosts unless `--hosts` says otherwise.
@@ -120,8 +120,13 @@ pub(crate) struct IndexArgs {
     #[arg(long)]
     reuse: bool,
     /// Keep DIR/observations.jsonl after ingesting it.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stream")]
     keep_input: bool,
+    /// Generate the dataset into a pipe that ingest reads, instead of a file (for sizes whose
+    /// file and store would not fit on the disk together; the generator then shares the CPU
+    /// with ingest, costing it a few percent).
+    #[arg(long)]
+    stream: bool,
     /// Timed runs of each fast operation.
     #[arg(long, value_name = "R", default_value_t = 200)]
     runs: u32,
@@ -173,7 +178,28 @@ struct Built {
     observations: u64,
     rejected: u64,
     ingest_seconds: f64,
-    input_kept: bool,
+    input: InputFate,
+}
+
+/// What became of the generated observations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InputFate {
+    /// Written to DIR/observations.jsonl, deleted after ingest.
+    Deleted,
+    /// Written to DIR/observations.jsonl and kept (`--keep-input`).
+    Kept,
+    /// Generated into a pipe while ingest read it (`--stream`).
+    Streamed,
+}
+
+impl InputFate {
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Deleted => "input deleted after ingest",
+            Self::Kept => "input kept",
+            Self::Streamed => "streamed into ingest through a pipe, concurrently",
+        }
+    }
 }
 
 /// A target of the embedded engine at 10 million hosts.
@@ -282,7 +308,14 @@ pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
             seed: args.seed.unwrap_or(DEFAULT_SEED),
             as_of: args.as_of.unwrap_or_else(|| now().start_of_day()),
         };
-        let built = build_dataset(&dir, &data, dataset, args.keep_input)?;
+        let fate = if args.stream {
+            InputFate::Streamed
+        } else if args.keep_input {
+            InputFate::Kept
+        } else {
+            InputFate::Deleted
+        };
+        let built = build_dataset(&dir, &data, dataset, fate)?;
         (dataset, Some(built))
     };
     let rss_before = status_kib("VmRSS");
@@ -445,37 +478,41 @@ fn reused_dataset(dir: &Path, args: &IndexArgs) -> Result<Dataset> {
 
 /// Writes the dataset, ingests it into `data`, deletes the input unless `keep_input`, and
 /// records the dataset in `dir`.
-fn build_dataset(dir: &Path, data: &Path, dataset: Dataset, keep_input: bool) -> Result<Built> {
-    let input = dir.join(INPUT_FILE);
-    eprintln!(
-        "bench index: writing {} hosts to {}…",
-        group(dataset.hosts),
-        input.display()
-    );
-    let started = Instant::now();
+fn build_dataset(dir: &Path, data: &Path, dataset: Dataset, fate: InputFate) -> Result<Built> {
     let cfg = SynthConfig {
         hosts: dataset.hosts,
         seed: dataset.seed,
         as_of: dataset.as_of,
     };
-    let mut file =
-        fs::File::create(&input).with_context(|| format!("cannot create {}", input.display()))?;
-    let synth = write_dataset(&cfg, &mut file)
-        .with_context(|| format!("writing the dataset to {}", input.display()))?;
-    file.sync_all()
-        .with_context(|| format!("writing the dataset to {}", input.display()))?;
-    drop(file);
-    let synth_seconds = started.elapsed().as_secs_f64();
-
-    eprintln!("bench index: ingesting into {}…", data.display());
-    let report = ingest_paths(data, std::slice::from_ref(&input), DEFAULT_BATCH, false)?;
+    let (synth, synth_seconds, report) = if fate == InputFate::Streamed {
+        stream_dataset(&cfg, data)?
+    } else {
+        let input = dir.join(INPUT_FILE);
+        eprintln!(
+            "bench index: writing {} hosts to {}…",
+            group(dataset.hosts),
+            input.display()
+        );
+        let started = Instant::now();
+        let mut file = fs::File::create(&input)
+            .with_context(|| format!("cannot create {}", input.display()))?;
+        let synth = write_dataset(&cfg, &mut file)
+            .with_context(|| format!("writing the dataset to {}", input.display()))?;
+        file.sync_all()
+            .with_context(|| format!("writing the dataset to {}", input.display()))?;
+        drop(file);
+        let synth_seconds = started.elapsed().as_secs_f64();
+        eprintln!("bench index: ingesting into {}…", data.display());
+        let report = ingest_paths(data, std::slice::from_ref(&input), DEFAULT_BATCH, false)?;
+        if fate == InputFate::Deleted {
+            fs::remove_file(&input)
+                .with_context(|| format!("cannot delete the input {}", input.display()))?;
+        }
+        (synth, synth_seconds, report)
+    };
     let mut err = io::stderr().lock();
     report.write(&mut err).ok();
     drop(err);
-    if !keep_input {
-        fs::remove_file(&input)
-            .with_context(|| format!("cannot delete the input {}", input.display()))?;
-    }
     let path = dir.join(DATASET_FILE);
     fs::write(&path, dataset.to_text())
         .with_context(|| format!("cannot write {}", path.display()))?;
@@ -486,8 +523,41 @@ fn build_dataset(dir: &Path, data: &Path, dataset: Dataset, keep_input: bool) ->
         observations: report.observations(),
         rejected: report.rejected(),
         ingest_seconds: report.seconds(),
-        input_kept: keep_input,
+        input: fate,
     })
+}
+
+/// Generates the dataset on a thread into a pipe and ingests from the pipe's other end
+/// (`/dev/fd/N`, Linux). Returns the generator's figures, its own time, and the ingest's.
+fn stream_dataset(cfg: &SynthConfig, data: &Path) -> Result<(SynthStats, f64, IngestReport)> {
+    use std::os::fd::AsRawFd;
+    let (reader, writer) = io::pipe().context("cannot create a pipe")?;
+    let path = PathBuf::from(format!("/dev/fd/{}", reader.as_raw_fd()));
+    eprintln!(
+        "bench index: generating {} hosts into ingest (into {})…",
+        group(cfg.hosts),
+        data.display()
+    );
+    let cfg = cfg.clone();
+    let generator = std::thread::Builder::new()
+        .name("bench-synth".into())
+        .spawn(move || -> Result<(SynthStats, f64)> {
+            let started = Instant::now();
+            let mut out = BufWriter::with_capacity(1 << 20, writer);
+            let stats = write_dataset(&cfg, &mut out).context("generating into the pipe")?;
+            out.flush().context("generating into the pipe")?;
+            Ok((stats, started.elapsed().as_secs_f64()))
+        })
+        .context("cannot start the generator thread")?;
+    let report = ingest_paths(data, std::slice::from_ref(&path), DEFAULT_BATCH, false);
+    // Closing our end makes a generator still writing fail instead of blocking.
+    drop(reader);
+    let generated = generator
+        .join()
+        .map_err(|_| anyhow::anyhow!("the generator thread panicked"))?;
+    let report = report?;
+    let (stats, seconds) = generated?;
+    Ok((stats, seconds, report))
 }
 
 /// Bytes of the files under `path`.
@@ -898,15 +968,11 @@ fn write_report(out: &mut impl Write, s: &Setup<'_>, results: &[OpResult]) -> io
         Some(b) => {
             writeln!(
                 out,
-                "synth:            {} records, {} in {:.1} s (input {})",
+                "synth:            {} records, {} in {:.1} s ({})",
                 group(b.records),
                 megabytes(b.input_bytes),
                 b.synth_seconds,
-                if b.input_kept {
-                    "kept"
-                } else {
-                    "deleted after ingest"
-                }
+                b.input.describe()
             )?;
             let rate = b.observations as f64 / b.ingest_seconds.max(1e-9);
             writeln!(
@@ -1044,6 +1110,7 @@ fn to_json(s: &Setup<'_>, results: &[OpResult]) -> Value {
             "synth_records": b.records,
             "synth_bytes": b.input_bytes,
             "synth_seconds": b.synth_seconds,
+            "synth_streamed": b.input == InputFate::Streamed,
             "observations": b.observations,
             "rejected_lines": b.rejected,
             "seconds": b.ingest_seconds,
