@@ -432,14 +432,10 @@ impl EmbeddedIndex {
             }
             Query::Filter(f) => {
                 let (hosts, services) = self.filter(f.clauses());
-                let evidence = match f.get(periscope_query::Field::Organization) {
-                    Some(Clause::Organization(phrase)) => Evidence::Organization(phrase),
-                    _ => Evidence::None,
-                };
                 Selection {
                     hosts,
                     services,
-                    evidence,
+                    evidence: filter_evidence(f),
                 }
             }
         }
@@ -501,15 +497,45 @@ impl EmbeddedIndex {
     }
 }
 
+impl EmbeddedIndex {
+    /// The first `limit` hosts from ordinal `start` owning a service in `services` (and in
+    /// `hosts`, when given), and whether more exist: a walk over the services from the first
+    /// service of `start`, one step per host, so a page costs what it shows rather than
+    /// what matches.
+    fn page_of_services(
+        &self,
+        services: &RoaringBitmap,
+        hosts: Option<&RoaringBitmap>,
+        start: u32,
+        limit: usize,
+    ) -> (Vec<u32>, bool) {
+        let first = self
+            .service_start
+            .get(start as usize)
+            .copied()
+            .unwrap_or(u32::MAX);
+        let mut page = Vec::with_capacity(limit + 1);
+        let mut it = services.range(first..);
+        while let Some(s) = it.next() {
+            let Some(h) = self.service_host.get(s as usize).copied() else {
+                break;
+            };
+            if hosts.is_none_or(|set| set.contains(h)) {
+                page.push(h);
+                if page.len() > limit {
+                    break;
+                }
+            }
+            it.advance_to(self.service_range(h).end);
+        }
+        let has_more = page.len() > limit;
+        page.truncate(limit);
+        (page, has_more)
+    }
+}
+
 impl ScanIndex for EmbeddedIndex {
     fn search(&self, req: &SearchRequest<'_>) -> Result<SearchOutcome, IndexError> {
-        let selection = self.select(req.query, req.resolved);
-        if req.query.may_be_too_broad() {
-            let matching = selection.hosts.len();
-            if matching > self.config.max_host_only_results {
-                return Ok(SearchOutcome::TooBroad { matching });
-            }
-        }
         let start = match req.after {
             None => 0,
             Some(after) => match ip_order_key(after.to_canonical()).checked_add(1) {
@@ -518,6 +544,34 @@ impl ScanIndex for EmbeddedIndex {
             },
         };
         let limit = req.limit.max(1);
+        // A filter naming a service: walk its services rather than map them all to hosts
+        // (never declined as too broad: that is for queries naming no service).
+        if let Query::Filter(f) = req.query
+            && let Some(services) = self.services_satisfying(f.clauses())
+        {
+            let hosts = self.hosts_satisfying(f.clauses());
+            let (page, has_more) = self.page_of_services(&services, hosts.as_ref(), start, limit);
+            let selection = Selection {
+                hosts: RoaringBitmap::new(),
+                services: Some(services),
+                evidence: filter_evidence(f),
+            };
+            let mut rows = Vec::with_capacity(page.len());
+            for h in page {
+                rows.extend(self.row(h, req.query, &selection)?);
+            }
+            return Ok(SearchOutcome::Page(SearchPage {
+                hosts: rows,
+                has_more,
+            }));
+        }
+        let selection = self.select(req.query, req.resolved);
+        if req.query.may_be_too_broad() {
+            let matching = selection.hosts.len();
+            if matching > self.config.max_host_only_results {
+                return Ok(SearchOutcome::TooBroad { matching });
+            }
+        }
         let mut matching = selection.hosts.range(start..);
         let page: Vec<u32> = matching.by_ref().take(limit).collect();
         let has_more = matching.next().is_some();
@@ -585,6 +639,15 @@ impl ScanIndex for EmbeddedIndex {
             return Ok(None);
         };
         Ok(Some(detail::page(&view, after, limit, self.listing(ip))))
+    }
+}
+
+/// What a filter query's hits carry: the organization matches when it has an organization
+/// clause.
+fn filter_evidence(f: &FilterQuery) -> Evidence<'_> {
+    match f.get(periscope_query::Field::Organization) {
+        Some(Clause::Organization(phrase)) => Evidence::Organization(phrase),
+        _ => Evidence::None,
     }
 }
 
