@@ -538,7 +538,7 @@ fn stream_dataset(cfg: &SynthConfig, data: &Path) -> Result<(SynthStats, f64, In
         group(cfg.hosts),
         data.display()
     );
-    let cfg = cfg.clone();
+    let cfg = *cfg;
     let generator = std::thread::Builder::new()
         .name("bench-synth".into())
         .spawn(move || -> Result<(SynthStats, f64)> {
