@@ -20,8 +20,8 @@
 //! **Invariant:** a stored host record has had at least one counting observation applied (an
 //! address seen only in failed observations is not stored). Whether it is a host *now* is
 //! decided when reading, by the retention window.
-//! **Boundary:** this module persists records; it builds no in-memory index. The engine reads
-//! [`DurableStore::hosts`] to build its snapshots.
+//! **Boundary:** this module persists records; it builds no in-memory index. The engine
+//! builds its snapshots from a [`StoreSnapshot`] and keeps it to read the records it shows.
 
 use std::collections::BTreeSet;
 use std::fmt;

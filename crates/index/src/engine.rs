@@ -25,7 +25,9 @@
 //! **Snapshot:** the retention window is applied when the index is built — each host keeps
 //! the services current at the build time `now`, and addresses left without one are dropped.
 //! The `now` of a request is not consulted: to move the window (or to see new
-//! observations), build a new index. (A later step swaps snapshots atomically.)
+//! observations), build a new index; [`crate::live::LiveIndex`] does that and swaps it in.
+//! **Index file** (`persist`): [`EmbeddedIndex::save`] and [`EmbeddedIndex::load`] keep a
+//! built index on disk so that a restart need not rebuild it.
 //! **Memory:** postings, per-service columns, ordinal maps and domain-scan lookups
 //! ([`EmbeddedIndex::stats`]); over the store, no host record stays in memory.
 
