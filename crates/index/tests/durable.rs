@@ -211,11 +211,15 @@ fn applying_the_same_batch_twice_changes_nothing() {
     let dir = TempDir::new("twice");
     let observations = synth(300, 11);
     let mut store = DurableStore::open(&dir.store()).unwrap();
+    assert_eq!(store.snapshot().unwrap().generation(), 0);
     let first = store.apply_batch(&observations).unwrap();
     assert!(first.applied > 0 && first.hosts_written > 0 && first.domain_scans_written > 0);
     let before = state(&store);
+    assert_eq!(store.snapshot().unwrap().generation(), 1);
 
     let second = store.apply_batch(&observations).unwrap();
+    // Nothing changed, so the generation (and any index file built from it) stays valid.
+    assert_eq!(store.snapshot().unwrap().generation(), 1);
     assert_eq!(second.applied, 0);
     assert_eq!((second.hosts_written, second.domain_scans_written), (0, 0));
     assert_eq!(second.ignored, first.ignored);

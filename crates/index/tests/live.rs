@@ -322,3 +322,28 @@ fn a_damaged_index_file_is_never_used() {
         assert_eq!(std::fs::read(&file).unwrap(), good, "{name}");
     }
 }
+
+#[test]
+fn an_index_file_that_cannot_be_written_leaves_the_new_snapshot_answering() {
+    let dir = TempStore::new("unwritable");
+    // A directory where the index file should be: it can be neither read nor replaced.
+    std::fs::create_dir_all(LiveIndex::index_path(&dir.path())).unwrap();
+    let (live, opened) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    assert!(
+        matches!(&opened, Opened::Built { saved: Err(_), .. }),
+        "{opened:?}"
+    );
+    live.apply_batch(&service("240.0.0.5", 443, "2026-11-20T10:00:00Z"))
+        .unwrap();
+    let err = live.refresh(now()).unwrap_err();
+    assert!(
+        matches!(err, periscope_index::engine::BuildError::Save { .. }),
+        "{err}"
+    );
+    assert_eq!(
+        count(&live, "port:443"),
+        1,
+        "swapped before the save failed"
+    );
+    assert!(!live.is_stale());
+}
