@@ -20,21 +20,24 @@ const REQUIRED: &str = "missing: this member is required";
 
 const NO_CONTROLS: &str = r"^[^\u0000-\u001F\u007F]*$";
 
-fn schema() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/observation.schema.json"
+/// The project's `docs/` directory. Read from the environment cargo gives the running test,
+/// not the one it was compiled in: a build directory shared between clones can hand this
+/// binary to another checkout.
+fn docs() -> std::path::PathBuf {
+    let crate_dir = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+        || env!("CARGO_MANIFEST_DIR").into(),
+        std::path::PathBuf::from,
     );
-    let text = std::fs::read_to_string(path).unwrap();
+    crate_dir.join("../../docs")
+}
+
+fn schema() -> Value {
+    let text = std::fs::read_to_string(docs().join("observation.schema.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
 
 fn format_doc() -> String {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/observation-format.md"
-    );
-    std::fs::read_to_string(path).unwrap()
+    std::fs::read_to_string(docs().join("observation-format.md")).unwrap()
 }
 
 /// Follows a local `$ref`, and an `anyOf` of `null` and one schema (how optional members that

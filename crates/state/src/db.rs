@@ -208,7 +208,13 @@ mod tests {
     /// Every file in `migrations/` is embedded, in order, and the newest is SCHEMA_VERSION.
     #[test]
     fn every_migration_file_is_embedded() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+        // The running test's crate directory (a shared build directory may have compiled this
+        // binary in another checkout).
+        let crate_dir = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+            || env!("CARGO_MANIFEST_DIR").into(),
+            std::path::PathBuf::from,
+        );
+        let dir = crate_dir.join("migrations");
         let mut files: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
