@@ -33,6 +33,7 @@ use anyhow::{Context, Result, anyhow};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use periscope_index::durable::{BatchSummary, DurableStore, StoreError, StoreStats};
 use periscope_model::observation::{Observation, ScanStatus};
+use periscope_synth::{SynthConfig, SynthStats, write_dataset};
 
 use crate::lines::{ObservationLines, Parsed, open_input};
 use crate::synth::{group, now};
@@ -587,3 +588,37 @@ impl IngestReport {
         Ok(())
     }
 }
+
+/// Generates a synthetic dataset on a thread into a pipe and ingests it from the pipe's other
+/// end (`/dev/fd/N`, Linux), so no file of the dataset is written (`bench index --stream`,
+/// `serve --demo`). Returns the generator's figures, its own time, and the ingest's.
+pub(crate) fn ingest_synthetic(
+    cfg: &SynthConfig,
+    data: &Path,
+    batch: usize,
+) -> Result<(SynthStats, f64, IngestReport)> {
+    use std::os::fd::AsRawFd;
+    let (reader, writer) = io::pipe().context("cannot create a pipe")?;
+    let path = PathBuf::from(format!("/dev/fd/{}", reader.as_raw_fd()));
+    let cfg = *cfg;
+    let generator = std::thread::Builder::new()
+        .name("bench-synth".into())
+        .spawn(move || -> Result<(SynthStats, f64)> {
+            let started = Instant::now();
+            let mut out = BufWriter::with_capacity(1 << 20, writer);
+            let stats = write_dataset(&cfg, &mut out).context("generating into the pipe")?;
+            out.flush().context("generating into the pipe")?;
+            Ok((stats, started.elapsed().as_secs_f64()))
+        })
+        .context("cannot start the generator thread")?;
+    let report = ingest_paths(data, std::slice::from_ref(&path), batch, false);
+    // Closing our end makes a generator still writing fail instead of blocking.
+    drop(reader);
+    let generated = generator
+        .join()
+        .map_err(|_| anyhow::anyhow!("the generator thread panicked"))?;
+    let report = report?;
+    let (stats, seconds) = generated?;
+    Ok((stats, seconds, report))
+}
+

@@ -1,7 +1,7 @@
 //! The `periscope` binary: one executable whose subcommands drive the Periscope libraries.
 //!
 //! This file is glue: it parses the command line with clap and hands each subcommand to its
-//! module (`synth`, `ingest`, `validate`, `bench`; `lines` is the line reader `ingest` and
+//! module (`serve`, `synth`, `ingest`, `validate`, `bench`; `lines` is the line reader `ingest` and
 //! `validate` share), which does the work through library APIs. Exit codes: 0 success, 1 a
 //! check failed (`validate` rejected lines), 2 the command could not run (bad arguments,
 //! unreadable or unwritable files, a store error); errors are printed once, here.
@@ -9,6 +9,7 @@
 mod bench;
 mod ingest;
 mod lines;
+mod serve;
 mod synth;
 mod validate;
 
@@ -31,6 +32,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve the JSON API (and, with --demo, demo data first).
+    Serve(serve::Args),
     /// Generate a deterministic synthetic internet in the observation format.
     Synth(synth::Args),
     /// Read observation files (JSON Lines, optionally gzip) into the scan store.
@@ -45,6 +48,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Serve(args) => serve::run(&args),
         Command::Synth(args) => synth::run(&args),
         Command::Ingest(args) => ingest::run(&args),
         Command::Validate(args) => validate::run(&args),

@@ -23,6 +23,13 @@ mod keys;
 mod random;
 mod reports;
 mod seams;
+#[cfg(feature = "testing")]
+#[path = "../tests/state/harness.rs"]
+pub mod testing;
+
+// The test harness is shared with this crate's own suite, which names the crate from outside.
+#[cfg(feature = "testing")]
+extern crate self as periscope_state;
 
 use std::path::Path;
 
@@ -109,6 +116,14 @@ impl State {
     /// The newest schema version this build knows (and has applied).
     pub fn schema_version() -> i64 {
         db::SCHEMA_VERSION
+    }
+
+    /// Runs a trivial statement: `Ok` when the database answers (for readiness checks).
+    pub async fn ping(&self) -> Result<()> {
+        db::on_db!(&self.db, |pool| {
+            sqlx::query("SELECT 1").execute(pool).await?;
+        });
+        Ok(())
     }
 
     /// Closes the pool, waiting for connections in use to be returned.

@@ -42,7 +42,7 @@ use periscope_synth::{SynthConfig, SynthStats, write_dataset};
 use serde_json::{Value, json};
 
 use super::status_kib;
-use crate::ingest::{DEFAULT_BATCH, IngestReport, STORE_FILE, ingest_paths};
+use crate::ingest::{DEFAULT_BATCH, IngestReport, STORE_FILE, ingest_paths, ingest_synthetic};
 use crate::synth::{group, now, parse_as_of, parse_hosts};
 
 /// Hosts unless `--hosts` says otherwise.
@@ -485,7 +485,14 @@ fn build_dataset(dir: &Path, data: &Path, dataset: Dataset, fate: InputFate) -> 
         as_of: dataset.as_of,
     };
     let (synth, synth_seconds, report) = if fate == InputFate::Streamed {
-        stream_dataset(&cfg, data)?
+        {
+            eprintln!(
+                "bench index: generating {} hosts into ingest (into {})…",
+                group(cfg.hosts),
+                data.display()
+            );
+            ingest_synthetic(&cfg, data, DEFAULT_BATCH)?
+        }
     } else {
         let input = dir.join(INPUT_FILE);
         eprintln!(
@@ -525,39 +532,6 @@ fn build_dataset(dir: &Path, data: &Path, dataset: Dataset, fate: InputFate) -> 
         ingest_seconds: report.seconds(),
         input: fate,
     })
-}
-
-/// Generates the dataset on a thread into a pipe and ingests from the pipe's other end
-/// (`/dev/fd/N`, Linux). Returns the generator's figures, its own time, and the ingest's.
-fn stream_dataset(cfg: &SynthConfig, data: &Path) -> Result<(SynthStats, f64, IngestReport)> {
-    use std::os::fd::AsRawFd;
-    let (reader, writer) = io::pipe().context("cannot create a pipe")?;
-    let path = PathBuf::from(format!("/dev/fd/{}", reader.as_raw_fd()));
-    eprintln!(
-        "bench index: generating {} hosts into ingest (into {})…",
-        group(cfg.hosts),
-        data.display()
-    );
-    let cfg = *cfg;
-    let generator = std::thread::Builder::new()
-        .name("bench-synth".into())
-        .spawn(move || -> Result<(SynthStats, f64)> {
-            let started = Instant::now();
-            let mut out = BufWriter::with_capacity(1 << 20, writer);
-            let stats = write_dataset(&cfg, &mut out).context("generating into the pipe")?;
-            out.flush().context("generating into the pipe")?;
-            Ok((stats, started.elapsed().as_secs_f64()))
-        })
-        .context("cannot start the generator thread")?;
-    let report = ingest_paths(data, std::slice::from_ref(&path), DEFAULT_BATCH, false);
-    // Closing our end makes a generator still writing fail instead of blocking.
-    drop(reader);
-    let generated = generator
-        .join()
-        .map_err(|_| anyhow::anyhow!("the generator thread panicked"))?;
-    let report = report?;
-    let (stats, seconds) = generated?;
-    Ok((stats, seconds, report))
 }
 
 /// Bytes of the files under `path`.

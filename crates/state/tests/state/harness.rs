@@ -4,6 +4,10 @@
 //! `postgres://postgres@127.0.0.1:5432/postgres`); each test creates its own database there
 //! and drops it afterwards, even when the body panics. When the server cannot be reached the
 //! PostgreSQL half is skipped with a printed reason — except under `CI=true`, where it fails.
+//!
+//! Other crates' suites use it too, as `periscope_state::testing` (feature `testing`).
+
+#![allow(clippy::unwrap_used, missing_docs)] // Test support: a panic is the failure report.
 
 use std::any::Any;
 use std::future::Future;

@@ -1,0 +1,135 @@
+//! [`ApiError`]: every failure of the HTTP edge, mapped to the specification's error shape in
+//! one place.
+//!
+//! A handler returns an `ApiError`; its [`IntoResponse`] only parks it in the response's
+//! extensions, and [`crate::edge::request_envelope`] renders it with the request's id — so
+//! no handler builds an error body by hand and every error carries the same id as its header.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use periscope_api_types::{ErrorBody, ErrorCode, RequestError, Violation};
+use periscope_service::ServiceError;
+
+/// A failed request: its code, an optional more specific message, the violations of a
+/// `validation_failed`, and a `Retry-After` in seconds when one applies.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    code: ErrorCode,
+    message: Option<String>,
+    violations: Vec<Violation>,
+    retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// An error with the code's standard message.
+    pub fn new(code: ErrorCode) -> Self {
+        Self {
+            code,
+            message: None,
+            violations: Vec::new(),
+            retry_after: None,
+        }
+    }
+
+    /// Replaces the standard message.
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
+
+    /// Answers with `Retry-After: secs`.
+    pub fn with_retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs.max(1));
+        self
+    }
+
+    /// The code.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// The full response, with `request_id`.
+    pub fn render(self, request_id: &str) -> Response {
+        let status =
+            StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = ErrorBody {
+            request_id: request_id.to_owned(),
+            code: self.code.as_str().to_owned(),
+            message: self
+                .message
+                .unwrap_or_else(|| self.code.message().to_owned()),
+            violations: self.violations,
+        };
+        let mut response = crate::edge::json_with_status(status, &body);
+        if let Some(secs) = self.retry_after {
+            crate::edge::retry_after(&mut response, secs);
+        }
+        response
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status =
+            StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response = status.into_response();
+        response.extensions_mut().insert(self);
+        response
+    }
+}
+
+impl From<RequestError> for ApiError {
+    fn from(e: RequestError) -> Self {
+        match e {
+            RequestError::InvalidJson(why) => Self::new(ErrorCode::InvalidJson).with_message(why),
+            RequestError::Invalid(violations) => {
+                let mut error = Self::new(ErrorCode::ValidationFailed);
+                error.violations = violations;
+                error
+            }
+        }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Unauthorized => Self::new(ErrorCode::Unauthorized),
+            ServiceError::AccountInactive => Self::new(ErrorCode::AccountInactive),
+            ServiceError::PlanExpired => Self::new(ErrorCode::PlanExpired),
+            ServiceError::PlanUnavailable => Self::new(ErrorCode::CommercialAccessUnavailable),
+            ServiceError::OrganizationRequired => Self::new(ErrorCode::OrganizationRequired),
+            ServiceError::Invalid(violations) => {
+                let message = violations
+                    .iter()
+                    .map(|v| format!("{}: {}", v.field, v.detail))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let mut error = Self::new(ErrorCode::ValidationFailed).with_message(message);
+                error.violations = violations
+                    .into_iter()
+                    .map(|v| Violation {
+                        field: v.field.to_owned(),
+                        code: v.code.to_owned(),
+                    })
+                    .collect();
+                error
+            }
+            ServiceError::CursorGone => Self::new(ErrorCode::CursorGone),
+            ServiceError::HostNotFound => Self::new(ErrorCode::HostNotFound),
+            ServiceError::LimitReached(usage) => Self::new(ErrorCode::SearchLimitReached)
+                .with_message(format!(
+                    "the daily allowance of {} searches is used up; it resets at {}",
+                    usage.limit,
+                    usage.resets_at()
+                )),
+            ServiceError::UserConcurrency => Self::new(ErrorCode::UserConcurrencyReached),
+            ServiceError::Capacity => Self::new(ErrorCode::SearchCapacityExhausted),
+            ServiceError::AuditUnavailable => Self::new(ErrorCode::AuditUnavailable),
+            ServiceError::SourceBusy => Self::new(ErrorCode::SearchSourceBusy),
+            ServiceError::Timeout => Self::new(ErrorCode::SearchTimeout),
+            ServiceError::FacetTimeout => Self::new(ErrorCode::FacetTimeout),
+            ServiceError::Unavailable(_) => Self::new(ErrorCode::ServiceUnavailable),
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! `periscope serve`: the HTTP server — the JSON API under `/v1`, the OpenAPI document and the
+//! operational endpoints — over the scan store and the state database of one data directory.
+//!
+//! Start-up: read the configuration; with `--demo` on a data directory without scan data,
+//! generate and ingest the demo dataset and create the demo account and key; open the scan
+//! index (`LiveIndex`: load the index file, or build it), the state database and the DNS
+//! resolver; listen. A background thread swaps in a new index snapshot when the store
+//! changed or the snapshot is an hour old. SIGINT or SIGTERM stops accepting connections,
+//! lets requests in flight finish, stops the refresher and closes the databases.
+//!
+//! Logs go to standard error, as text or one JSON object per line (`log_format`). No log
+//! line carries a request header, body, key, password or cookie.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use periscope_api::{App, IndexGauge, IndexProbe, RateLimit};
+use periscope_index::{LiveIndex, Opened};
+use periscope_model::Timestamp;
+use periscope_resolve::{DnsResolver, Resolver};
+use periscope_service::{Clock, Limits, SearchService, SystemClock};
+use periscope_state::{DailyLimit, Email, NewAccount, State};
+use periscope_synth::SynthConfig;
+
+use crate::config::{Config, ConfigArgs, LogFormat};
+use crate::ingest::{DEFAULT_BATCH, STORE_FILE, ingest_synthetic};
+use crate::synth::group;
+
+/// How often the refresher looks for new data.
+const REFRESH_EVERY: Duration = Duration::from_secs(5);
+/// Hosts in the demo dataset.
+const DEMO_HOSTS: u64 = 200_000;
+/// The demo account.
+const DEMO_EMAIL: &str = "demo@periscope.example";
+/// The demo account's organisation.
+const DEMO_ORG: &str = "Periscope demo";
+
+/// Arguments of `periscope serve`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "With --demo on a data directory without scan data, a synthetic demo \
+    dataset is generated and ingested first, and a demo account with an API key is created; \
+    the key is printed once. On a data directory with data, --demo just serves. See \
+    docs/configuration.md for every setting and docs/api.md for the API."
+)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Address to listen on (overrides `listen` and PERISCOPE_LISTEN) [default: 127.0.0.1:8080].
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// On an empty data directory, generate and ingest demo data and create a demo key.
+    #[arg(long)]
+    demo: bool,
+    /// Hosts of the demo dataset.
+    #[arg(long, value_name = "N", default_value_t = DEMO_HOSTS, requires = "demo",
+          value_parser = crate::synth::parse_hosts)]
+    demo_hosts: u64,
+}
+
+/// Runs `periscope serve`.
+pub(crate) fn run(args: &Args) -> Result<ExitCode> {
+    let mut config = args.config.load()?;
+    if let Some(listen) = &args.listen {
+        config.apply_flag("listen", "--listen", listen)?;
+    }
+    init_logging(config.log_format);
+    let demo = args.demo.then_some(args.demo_hosts);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("periscope-serve")
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(serve(config, demo))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn init_logging(format: LogFormat) {
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false);
+    // A subscriber set earlier (tests running twice in one process) stays.
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}
+
+/// The index as `/readyz` and `/metrics` see it.
+struct LiveProbe(Arc<LiveIndex>);
+
+impl IndexProbe for LiveProbe {
+    fn gauge(&self) -> IndexGauge {
+        let index = self.0.current();
+        let stats = index.stats();
+        IndexGauge {
+            hosts: stats.hosts,
+            services: stats.services,
+            generation: index.generation(),
+        }
+    }
+
+    fn ready(&self) -> bool {
+        true
+    }
+}
+
+async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
+    let data = config.data.clone();
+    let store_path = data.join(STORE_FILE);
+    let clock = Arc::new(SystemClock);
+    let fresh = demo.is_some() && !has_scan_data(&store_path)?;
+    if let Some(hosts) = demo.filter(|_| fresh) {
+        ingest_demo(&data, hosts, clock.now())?;
+    }
+
+    let index_config = config.index_config();
+    let open_path = store_path.clone();
+    let now = clock.now();
+    let (live, opened) =
+        tokio::task::spawn_blocking(move || LiveIndex::open(&open_path, index_config, now))
+            .await
+            .context("the index thread failed")?
+            .with_context(|| format!("cannot open the scan index at {}", store_path.display()))?;
+    match opened {
+        Opened::Loaded => tracing::info!("scan index loaded from its index file"),
+        Opened::Built { why, saved } => {
+            tracing::info!(reason = %why, "scan index built");
+            if let Err(e) = saved {
+                tracing::warn!(error = %e, "the index file could not be saved; the next start builds again");
+            }
+        }
+    }
+    let live = Arc::new(live);
+
+    let state = State::open_configured(config.database_url.as_deref(), &data)
+        .await
+        .context("cannot open the state database")?;
+    let demo_key = if fresh {
+        Some(create_demo_key(&state, clock.now()).await?)
+    } else {
+        None
+    };
+
+    let resolver: Arc<dyn Resolver> = Arc::new(if config.dns.servers.is_empty() {
+        DnsResolver::system().context(
+            "cannot read the system DNS configuration; set dns.servers (see docs/configuration.md)",
+        )?
+    } else {
+        DnsResolver::with_servers(&config.dns.servers, config.dns.timeout)
+            .context("cannot set up the DNS resolver")?
+    });
+    let limits = Limits {
+        searches_per_account: config.limits.searches_per_account,
+        searches_total: config.limits.searches_total,
+        time_budget: config.limits.search_timeout,
+        cursor_lifetime: config.limits.cursor_lifetime,
+    };
+    let service = SearchService::builder(Arc::clone(&live) as _, state.clone(), resolver)
+        .limits(limits)
+        .clock(clock.clone())
+        .build();
+    let app = App::new(
+        service,
+        RateLimit::new(config.limits.rate_per_sec, config.limits.rate_burst),
+        Arc::new(LiveProbe(Arc::clone(&live))),
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let refresher = {
+        let clock = clock.clone();
+        live.spawn_refresher(
+            REFRESH_EVERY,
+            move || clock.now(),
+            Arc::clone(&stop),
+            |e| tracing::error!(error = %error_chain(&e), "index refresh failed"),
+        )
+        .context("cannot start the index refresher")?
+    };
+
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let address = listener.local_addr().context("cannot read the listening address")?;
+    tracing::info!(address = %address, data = %data.display(), "listening");
+    announce(address, demo_key.as_deref());
+
+    axum::serve(listener, periscope_api::router(app))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("the server failed")?;
+
+    tracing::info!("shutting down");
+    stop.store(true, Ordering::SeqCst);
+    let _ = tokio::task::spawn_blocking(move || refresher.join()).await;
+    state.close().await;
+    Ok(())
+}
+
+/// Whether the store holds any host (a missing store holds none).
+fn has_scan_data(store_path: &Path) -> Result<bool> {
+    if !store_path.exists() {
+        return Ok(false);
+    }
+    let store = periscope_index::durable::DurableStore::open(store_path)
+        .with_context(|| format!("cannot open the scan store {}", store_path.display()))?;
+    let stats = store
+        .stats()
+        .with_context(|| format!("cannot read the scan store {}", store_path.display()))?;
+    Ok(stats.hosts > 0)
+}
+
+fn ingest_demo(data: &Path, hosts: u64, now: Timestamp) -> Result<()> {
+    eprintln!(
+        "periscope: no scan data in {}; generating a synthetic demo dataset of {} hosts…",
+        data.display(),
+        group(hosts)
+    );
+    let cfg = SynthConfig {
+        hosts,
+        seed: 1,
+        as_of: now.start_of_day(),
+    };
+    let (_, _, report) = ingest_synthetic(&cfg, data, DEFAULT_BATCH)?;
+    eprintln!(
+        "periscope: demo data ingested: {} observations in {:.1} s",
+        group(report.observations()),
+        report.seconds()
+    );
+    Ok(())
+}
+
+async fn create_demo_key(state: &State, now: Timestamp) -> Result<String> {
+    let email = Email::parse(DEMO_EMAIL).map_err(|e| anyhow!("{e}"))?;
+    let account = match state.account_by_email(&email).await? {
+        Some(account) => account,
+        None => {
+            let mut new = NewAccount::new(email, DEMO_ORG);
+            new.daily_limit = DailyLimit::DEFAULT;
+            state.create_account(&new, now).await?
+        }
+    };
+    let (key, _) = state
+        .create_key(account.id, Some("demo"), now)
+        .await
+        .context("cannot create the demo key")?;
+    Ok(key.expose().to_owned())
+}
+
+fn announce(address: SocketAddr, demo_key: Option<&str>) {
+    let base = format!("http://{address}");
+    eprintln!("periscope: serving {base} (Ctrl-C stops)");
+    if let Some(key) = demo_key {
+        eprintln!(
+            "periscope: demo account {DEMO_EMAIL}; its API key (shown once, keep it):\n\n    \
+             {key}\n\nTry:\n\n    curl -s -H 'Authorization: Bearer {key}' \
+             -H 'Content-Type: application/json' -d '{{\"query\":\"port:22\",\"limit\":3}}' \
+             {base}/v1/search\n\nThe demo data is synthetic: addresses in 240.0.0.0/4 and \
+             3fff::/20, names under .example.\n"
+        );
+    }
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+}
+
+/// An error and its sources on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
