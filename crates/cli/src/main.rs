@@ -6,7 +6,9 @@
 //! check failed (`validate` rejected lines), 2 the command could not run (bad arguments,
 //! unreadable or unwritable files, a store error); errors are printed once, here.
 
+mod admin;
 mod bench;
+mod config;
 mod ingest;
 mod lines;
 mod serve;
@@ -43,6 +45,8 @@ enum Command {
     /// Measure parts of Periscope.
     #[command(subcommand)]
     Bench(bench::Command),
+    /// Manage accounts, API keys and plans; read problem reports.
+    Admin(admin::Args),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
         Command::Ingest(args) => ingest::run(&args),
         Command::Validate(args) => validate::run(&args),
         Command::Bench(command) => bench::run(&command),
+        Command::Admin(args) => admin::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,994 @@
+//! The configuration shared by `serve`, `ingest` and `admin`: built-in defaults, overridden by
+//! an optional TOML file, overridden by `PERISCOPE_*` environment variables, overridden by
+//! command-line flags — and checked into the typed [`Config`] before any command runs, so a bad
+//! setting stops start-up with a message naming the key, where the value came from and what
+//! was expected.
+//!
+//! Every key is one row of [`KEYS`]: its section and name (which give the environment variable,
+//! `PERISCOPE_` + section + name in upper case joined with `_`), what it expects, and how it is
+//! stored. The file is read with `toml`'s spanned document parser, so an unknown key or a bad
+//! value is reported with its line. [`Config::load`] takes the environment as a lookup function
+//! so tests pass a map instead of changing the process environment. User reference:
+//! `docs/configuration.md`.
+
+// `serve` (being written) reads the settings admin does not need yet.
+#![allow(dead_code)]
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use periscope_index::IndexConfig;
+use periscope_state::{DEFAULT_CURSOR_LIFETIME_SECS, DailyLimit};
+use toml::Spanned;
+use toml::de::{DeString, DeTable, DeValue};
+
+/// The prefix of every environment variable that sets a key.
+pub const ENV_PREFIX: &str = "PERISCOPE_";
+/// The environment variable naming the configuration file, when `--config` is not given.
+pub const CONFIG_FILE_ENV: &str = "PERISCOPE_CONFIG";
+/// The port a DNS server listens on when `dns.servers` names only an address.
+const DNS_PORT: u16 = 53;
+
+/// Every setting of Periscope, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `listen`: the address `serve` listens on (default `127.0.0.1:8080`).
+    pub listen: SocketAddr,
+    /// `data`: the data directory — scan store, index file and, without `database_url`, the
+    /// SQLite state database `state.db` (default `./data`, as `ingest` has always used).
+    pub data: PathBuf,
+    /// `database_url`: a PostgreSQL state database (`postgres://…`); `None` (the default) means
+    /// the SQLite file `DATA/state.db`.
+    pub database_url: Option<String>,
+    /// `log_format`: how log lines are written (default [`LogFormat::Text`]).
+    pub log_format: LogFormat,
+    /// `[limits]`: searches, rates, cursors and retention.
+    pub limits: Limits,
+    /// `[dns]`: how domain queries are resolved.
+    pub dns: Dns,
+}
+
+/// The `[limits]` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// `daily_searches`: the daily search limit given to new accounts (default 20, or
+    /// `"unlimited"`).
+    pub daily_searches: DailyLimit,
+    /// `searches_per_account`: searches one account may run at once (default 2).
+    pub searches_per_account: u32,
+    /// `searches_total`: searches the whole service runs at once (default 32).
+    pub searches_total: u32,
+    /// `search_timeout_ms`: the time budget of one search (default 10 s).
+    pub search_timeout: Duration,
+    /// `cursor_lifetime_secs`: how long a search cursor stays usable (default 10 minutes).
+    pub cursor_lifetime: Duration,
+    /// `rate_per_sec`: requests per second one key may make to the free endpoints (default 10).
+    pub rate_per_sec: u32,
+    /// `rate_burst`: the burst allowed above that rate (default 20).
+    pub rate_burst: u32,
+    /// `max_search_hosts`: a query naming no service is declined by search (`query_too_broad`)
+    /// above this many hosts (default 10,000).
+    pub max_search_hosts: u64,
+    /// `retention_days`: observations older than this stop being current (default 30 days).
+    pub retention_days: u32,
+}
+
+/// The `[dns]` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dns {
+    /// `servers`: the resolvers to ask; empty (the default) means the system's
+    /// (`/etc/resolv.conf`).
+    pub servers: Vec<SocketAddr>,
+    /// `timeout_ms`: how long one resolution may take (default 2 s).
+    pub timeout: Duration,
+}
+
+/// The format of log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines (`text`).
+    Text,
+    /// One JSON object per line (`json`).
+    Json,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let index = IndexConfig::default();
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data: PathBuf::from("./data"),
+            database_url: None,
+            log_format: LogFormat::Text,
+            limits: Limits {
+                daily_searches: DailyLimit::DEFAULT,
+                searches_per_account: 2,
+                searches_total: 32,
+                search_timeout: Duration::from_secs(10),
+                cursor_lifetime: Duration::from_secs(DEFAULT_CURSOR_LIFETIME_SECS.unsigned_abs()),
+                rate_per_sec: 10,
+                rate_burst: 20,
+                max_search_hosts: index.max_host_only_results,
+                retention_days: u32::try_from(index.retention_secs / 86_400).unwrap_or(30),
+            },
+            dns: Dns {
+                servers: Vec::new(),
+                timeout: Duration::from_secs(2),
+            },
+        }
+    }
+}
+
+impl Config {
+    /// The defaults, overridden by `file` (when given), overridden by the environment:
+    /// `env(name)` is the value of the variable `name`, if set (pass [`process_env`] for the
+    /// real one). A variable set to the empty string counts as unset.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        if let Some(path) = file {
+            config.apply_file(path)?;
+        }
+        for key in KEYS {
+            let name = key.env_name();
+            if let Some(value) = env(&name).filter(|v| !v.is_empty()) {
+                key.apply(&mut config, Raw::Text(&value), Origin::Env(name))?;
+            }
+        }
+        Ok(config)
+    }
+
+    /// Sets `key` (dotted, as in the file: `data`, `limits.daily_searches`) from the
+    /// command-line flag `flag`, which overrides the file and the environment.
+    pub fn apply_flag(&mut self, key: &str, flag: &str, value: &str) -> Result<(), ConfigError> {
+        let origin = Origin::Flag(flag.to_owned());
+        match KEYS.iter().find(|k| k.dotted() == key) {
+            Some(k) => k.apply(self, Raw::Text(value), origin),
+            None => Err(ConfigError::UnknownKey {
+                key: key.to_owned(),
+                origin,
+                known: known_keys(None),
+            }),
+        }
+    }
+
+    /// The scan index settings these limits imply.
+    pub fn index_config(&self) -> IndexConfig {
+        IndexConfig {
+            retention_secs: i64::from(self.limits.retention_days) * 86_400,
+            max_host_only_results: self.limits.max_search_hosts,
+        }
+    }
+
+    fn apply_file(&mut self, path: &Path) -> Result<(), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let document = DeTable::parse(&text).map_err(|mut e| {
+            e.set_input(Some(&text));
+            ConfigError::Syntax {
+                path: path.to_owned(),
+                message: e.to_string().trim_end().to_owned(),
+            }
+        })?;
+        let at = |span: std::ops::Range<usize>| Origin::File {
+            path: path.to_owned(),
+            line: line_of(&text, span.start),
+        };
+        for (top, value) in in_file_order(document.get_ref()) {
+            let name = top.get_ref().as_ref();
+            if let DeValue::Table(table) = value.get_ref()
+                && SECTIONS.contains(&name)
+            {
+                for (key, value) in in_file_order(table) {
+                    let key_name = key.get_ref().as_ref();
+                    let Some(spec) = find(Some(name), key_name) else {
+                        return Err(ConfigError::UnknownKey {
+                            key: format!("{name}.{key_name}"),
+                            origin: at(key.span()),
+                            known: known_keys(Some(name)),
+                        });
+                    };
+                    spec.apply(self, Raw::Toml(value.get_ref()), at(value.span()))?;
+                }
+            } else if SECTIONS.contains(&name) {
+                return Err(ConfigError::BadValue {
+                    key: name.to_owned(),
+                    origin: at(value.span()),
+                    expected: format!("a table ([{name}])"),
+                    found: Raw::Toml(value.get_ref()).describe(),
+                });
+            } else {
+                let Some(spec) = find(None, name) else {
+                    return Err(ConfigError::UnknownKey {
+                        key: name.to_owned(),
+                        origin: at(top.span()),
+                        known: known_keys(None),
+                    });
+                };
+                spec.apply(self, Raw::Toml(value.get_ref()), at(value.span()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The process environment, for [`Config::load`]. A variable whose value is not Unicode counts
+/// as unset.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The flags every command that reads the configuration accepts. `global`, so they may stand
+/// before or after a subcommand.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ConfigArgs {
+    /// Configuration file (TOML); see docs/configuration.md.
+    #[arg(long, value_name = "FILE", env = CONFIG_FILE_ENV, global = true, help_heading = "Configuration")]
+    pub config: Option<PathBuf>,
+    /// Data directory (overrides `data` and PERISCOPE_DATA) [default: ./data].
+    #[arg(
+        long,
+        value_name = "DIR",
+        global = true,
+        help_heading = "Configuration"
+    )]
+    pub data: Option<String>,
+    /// PostgreSQL state database, postgres://user@host/db (overrides `database_url` and
+    /// PERISCOPE_DATABASE_URL) [default: SQLite DIR/state.db].
+    #[arg(
+        long,
+        value_name = "URL",
+        global = true,
+        help_heading = "Configuration"
+    )]
+    pub database_url: Option<String>,
+}
+
+impl ConfigArgs {
+    /// The configuration: defaults, file, process environment, then these flags.
+    pub fn load(&self) -> Result<Config, ConfigError> {
+        self.load_with(process_env)
+    }
+
+    /// As [`ConfigArgs::load`], with the environment given by `env`.
+    pub fn load_with(&self, env: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let mut config = Config::load(self.config.as_deref(), env)?;
+        if let Some(data) = &self.data {
+            config.apply_flag("data", "--data", data)?;
+        }
+        if let Some(url) = &self.database_url {
+            config.apply_flag("database_url", "--database-url", url)?;
+        }
+        Ok(config)
+    }
+}
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A line of a configuration file.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The line (1-based).
+        line: usize,
+    },
+    /// An environment variable, by name.
+    Env(String),
+    /// A command-line flag, such as `--data`.
+    Flag(String),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File { path, line } => {
+                write!(f, "the configuration file {} (line {line})", path.display())
+            }
+            Origin::Env(name) => write!(f, "the environment variable {name}"),
+            Origin::Flag(flag) => write!(f, "the command-line flag {flag}"),
+        }
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read the configuration file {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the file system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not TOML.
+    #[error("the configuration file {} is not valid TOML: {message}", path.display())]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said, with the line.
+        message: String,
+    },
+    /// A key Periscope does not know (often a typo, so it is never ignored).
+    #[error("unknown configuration key `{key}` in {origin}; known keys: {known}")]
+    UnknownKey {
+        /// The key, dotted (`limits.daily_search`).
+        key: String,
+        /// Where it was found.
+        origin: Origin,
+        /// The keys that would have been accepted there.
+        known: String,
+    },
+    /// A known key with a value it cannot take.
+    #[error("bad value for `{key}` in {origin}: expected {expected}, found {found}")]
+    BadValue {
+        /// The key, dotted.
+        key: String,
+        /// Where the value came from.
+        origin: Origin,
+        /// What the key accepts.
+        expected: String,
+        /// What was given.
+        found: String,
+    },
+}
+
+/// A value to set a key from: a TOML value of the file, or the text of a variable or flag.
+#[derive(Clone, Copy)]
+enum Raw<'a> {
+    Toml(&'a DeValue<'a>),
+    Text(&'a str),
+}
+
+impl<'a> Raw<'a> {
+    /// The value for an error message.
+    fn describe(self) -> String {
+        match self {
+            Raw::Text(s) => format!("{s:?}"),
+            Raw::Toml(value) => match value {
+                DeValue::String(s) => format!("the string {:?}", s.as_ref()),
+                DeValue::Integer(i) => match i.radix() {
+                    16 => format!("the integer 0x{}", i.as_str()),
+                    8 => format!("the integer 0o{}", i.as_str()),
+                    2 => format!("the integer 0b{}", i.as_str()),
+                    _ => format!("the integer {}", i.as_str()),
+                },
+                DeValue::Float(x) => format!("the number {}", x.as_str()),
+                DeValue::Boolean(b) => format!("the boolean {b}"),
+                DeValue::Datetime(d) => format!("the date-time {d}"),
+                DeValue::Array(_) => "an array".to_owned(),
+                DeValue::Table(_) => "a table".to_owned(),
+            },
+        }
+    }
+
+    /// A string: a TOML string, or any text.
+    fn string(self) -> Option<&'a str> {
+        match self {
+            Raw::Text(s) => Some(s),
+            Raw::Toml(DeValue::String(s)) => Some(s.as_ref()),
+            Raw::Toml(_) => None,
+        }
+    }
+
+    /// An integer: a TOML integer, or text of decimal digits (`_` allowed between them).
+    fn integer(self) -> Option<i128> {
+        match self {
+            Raw::Text(s) => {
+                let s = s.trim();
+                if s.starts_with('_') || s.ends_with('_') || s.contains("__") {
+                    return None;
+                }
+                s.replace('_', "").parse().ok()
+            }
+            Raw::Toml(DeValue::Integer(i)) => i128::from_str_radix(i.as_str(), i.radix()).ok(),
+            Raw::Toml(_) => None,
+        }
+    }
+
+    /// A list of strings: a TOML array of strings, or comma-separated text.
+    fn strings(self) -> Option<Vec<&'a str>> {
+        match self {
+            Raw::Text(s) => Some(
+                s.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .collect(),
+            ),
+            Raw::Toml(DeValue::Array(items)) => items
+                .iter()
+                .map(|item| match item.get_ref() {
+                    DeValue::String(s) => Some(s.as_ref()),
+                    _ => None,
+                })
+                .collect(),
+            Raw::Toml(_) => None,
+        }
+    }
+}
+
+/// One configuration key.
+struct Key {
+    /// Its section, `None` for the top level.
+    section: Option<&'static str>,
+    /// Its name in the section.
+    name: &'static str,
+    /// What it accepts, for error messages.
+    expected: &'static str,
+    /// Stores a value; `None` when the value is not acceptable.
+    set: fn(&mut Config, Raw<'_>) -> Option<()>,
+}
+
+impl Key {
+    /// `section.name`, or `name` at the top level.
+    fn dotted(&self) -> String {
+        match self.section {
+            Some(section) => format!("{section}.{}", self.name),
+            None => self.name.to_owned(),
+        }
+    }
+
+    /// `PERISCOPE_SECTION_NAME`.
+    fn env_name(&self) -> String {
+        format!(
+            "{ENV_PREFIX}{}",
+            self.dotted().replace('.', "_").to_ascii_uppercase()
+        )
+    }
+
+    fn apply(&self, config: &mut Config, raw: Raw<'_>, origin: Origin) -> Result<(), ConfigError> {
+        (self.set)(config, raw).ok_or_else(|| ConfigError::BadValue {
+            key: self.dotted(),
+            origin,
+            expected: self.expected.to_owned(),
+            found: raw.describe(),
+        })
+    }
+}
+
+/// The sections of the file; every other top-level name is a key.
+const SECTIONS: [&str; 2] = ["limits", "dns"];
+
+/// Every key, in the order of `docs/configuration.md`.
+const KEYS: &[Key] = &[
+    Key {
+        section: None,
+        name: "listen",
+        expected: "an IP address and port such as 127.0.0.1:8080 or [::1]:8080",
+        set: |c, raw| {
+            c.listen = raw.string()?.trim().parse().ok()?;
+            Some(())
+        },
+    },
+    Key {
+        section: None,
+        name: "data",
+        expected: "a directory path (not empty)",
+        set: |c, raw| {
+            c.data = PathBuf::from(non_empty(raw.string()?)?);
+            Some(())
+        },
+    },
+    Key {
+        section: None,
+        name: "database_url",
+        expected: "a PostgreSQL URL such as postgres://periscope@db.internal/periscope",
+        set: |c, raw| {
+            c.database_url = Some(non_empty(raw.string()?)?.to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: None,
+        name: "log_format",
+        expected: "\"text\" or \"json\"",
+        set: |c, raw| {
+            c.log_format = match raw.string()?.trim() {
+                "text" => LogFormat::Text,
+                "json" => LogFormat::Json,
+                _ => return None,
+            };
+            Some(())
+        },
+    },
+    Key {
+        section: Some("limits"),
+        name: "daily_searches",
+        expected: "a whole number from 0 to 4294967295, or \"unlimited\"",
+        set: |c, raw| {
+            c.limits.daily_searches = match raw {
+                Raw::Text(s) if s.trim() == "unlimited" => DailyLimit::Unlimited,
+                Raw::Toml(DeValue::String(s)) if s.as_ref() == "unlimited" => DailyLimit::Unlimited,
+                _ => DailyLimit::Limited(ranged(raw, 0)?),
+            };
+            Some(())
+        },
+    },
+    Key {
+        section: Some("limits"),
+        name: "searches_per_account",
+        expected: "a whole number from 1 to 4294967295",
+        set: |c, raw| {
+            c.limits.searches_per_account = ranged(raw, 1)?;
+            Some(())
+        },
+    },
+    Key {
+        section: Some("limits"),
+        name: "searches_total",
+        expected: "a whole number from 1 to 4294967295",
+        set: |c, raw| {
+            c.limits.searches_total = ranged(raw, 1)?;
+            Some(())
+        },
+    },
+    Key {
+        section: Some("limits"),
+        name: "search_timeout_ms",
+        expected: "a whole number of milliseconds from 1 to 4294967295",
+        set: |c, raw| {
+            c.limits.search_timeout = Duration::from_millis(ranged::<u32>(raw, 1)?.into());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("limits"),
+        name: "cursor_lifetime_secs",
+        expected: "a whole number of seconds from 1 to 4294967295",
+        set: |c, raw| {
+            c.limits.cursor_lifetime = Duration::from_secs(ranged::<u32>(raw, 1)?.into());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("limits"),
+        name: "rate_per_sec",
+        expected: "a whole number from 1 to 4294967295",
+        set: |c, raw| {
+            c.limits.rate_per_sec = ranged(raw, 1)?;
+            Some(())
+        },
+    },
+    Key {
+        section: Some("limits"),
+        name: "rate_burst",
+        expected: "a whole number from 1 to 4294967295",
+        set: |c, raw| {
+            c.limits.rate_burst = ranged(raw, 1)?;
+            Some(())
+        },
+    },
+    Key {
+        section: Some("limits"),
+        name: "max_search_hosts",
+        expected: "a whole number from 1 to 18446744073709551615",
+        set: |c, raw| {
+            c.limits.max_search_hosts = ranged(raw, 1)?;
+            Some(())
+        },
+    },
+    Key {
+        section: Some("limits"),
+        name: "retention_days",
+        expected: "a whole number of days from 1 to 36500",
+        set: |c, raw| {
+            c.limits.retention_days = ranged::<u32>(raw, 1).filter(|d| *d <= 36_500)?;
+            Some(())
+        },
+    },
+    Key {
+        section: Some("dns"),
+        name: "servers",
+        expected: "a list of IP addresses with optional ports, such as [\"192.0.2.53\", \
+                   \"[2001:db8::53]:5353\"] (comma-separated in a variable or flag)",
+        set: |c, raw| {
+            c.dns.servers = raw
+                .strings()?
+                .into_iter()
+                .map(dns_server)
+                .collect::<Option<_>>()?;
+            Some(())
+        },
+    },
+    Key {
+        section: Some("dns"),
+        name: "timeout_ms",
+        expected: "a whole number of milliseconds from 1 to 4294967295",
+        set: |c, raw| {
+            c.dns.timeout = Duration::from_millis(ranged::<u32>(raw, 1)?.into());
+            Some(())
+        },
+    },
+];
+
+/// The key `name` of `section`.
+fn find(section: Option<&str>, name: &str) -> Option<&'static Key> {
+    KEYS.iter().find(|k| k.section == section && k.name == name)
+}
+
+/// The keys accepted in `section` (at the top level: its keys and the sections), for an error
+/// message.
+fn known_keys(section: Option<&str>) -> String {
+    let mut names: Vec<String> = KEYS
+        .iter()
+        .filter(|k| k.section == section)
+        .map(Key::dotted)
+        .collect();
+    if section.is_none() {
+        names.extend(SECTIONS.iter().map(|s| format!("[{s}]")));
+    }
+    names.join(", ")
+}
+
+/// A whole number of type `T` no smaller than `min`.
+fn ranged<T: TryFrom<i128>>(raw: Raw<'_>, min: i128) -> Option<T> {
+    let n = raw.integer().filter(|n| *n >= min)?;
+    T::try_from(n).ok()
+}
+
+/// `s` trimmed, unless that leaves nothing.
+fn non_empty(s: &str) -> Option<&str> {
+    Some(s.trim()).filter(|s| !s.is_empty())
+}
+
+/// `ip:port`, `[ipv6]:port`, or an address alone (port 53).
+fn dns_server(s: &str) -> Option<SocketAddr> {
+    let s = s.trim();
+    s.parse::<SocketAddr>().ok().or_else(|| {
+        let bare = s.strip_prefix('[').and_then(|s| s.strip_suffix(']'));
+        bare.unwrap_or(s)
+            .parse::<IpAddr>()
+            .ok()
+            .map(|ip| SocketAddr::new(ip, DNS_PORT))
+    })
+}
+
+/// A table's entries in the order they stand in the file (the parser keeps them sorted by
+/// name), so the first problem reported is the first one written.
+fn in_file_order<'t, 'i>(
+    table: &'t DeTable<'i>,
+) -> Vec<(&'t Spanned<DeString<'i>>, &'t Spanned<DeValue<'i>>)> {
+    let mut entries: Vec<_> = table.iter().collect();
+    entries.sort_by_key(|(k, _)| k.span().start);
+    entries
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    1 + text
+        .as_bytes()
+        .iter()
+        .take(offset)
+        .filter(|b| **b == b'\n')
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
+
+    use std::collections::HashMap;
+
+    use super::*;
+
+    /// A fake environment.
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| vars.get(name).cloned()
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    /// A configuration file with `text`, in a directory of its own.
+    fn file(test: &str, text: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("periscope-config-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("periscope.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// The message of a failing load.
+    fn error(path: Option<&Path>, vars: &[(&str, &str)]) -> String {
+        Config::load(path, env(vars)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults() {
+        let c = Config::load(None, no_env).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.data, PathBuf::from("./data"));
+        assert_eq!(c.database_url, None);
+        assert_eq!(c.log_format, LogFormat::Text);
+        let l = &c.limits;
+        assert_eq!(l.daily_searches, DailyLimit::Limited(20));
+        assert_eq!(
+            (l.searches_per_account, l.searches_total),
+            (2, 32),
+            "concurrency"
+        );
+        assert_eq!(l.search_timeout, Duration::from_millis(10_000));
+        assert_eq!(l.cursor_lifetime, Duration::from_secs(600));
+        assert_eq!((l.rate_per_sec, l.rate_burst), (10, 20));
+        assert_eq!(l.max_search_hosts, 10_000);
+        assert_eq!(l.retention_days, 30);
+        assert!(c.dns.servers.is_empty());
+        assert_eq!(c.dns.timeout, Duration::from_millis(2_000));
+        assert_eq!(c.index_config(), IndexConfig::default());
+    }
+
+    #[test]
+    fn file_values() {
+        let path = file(
+            "values",
+            r#"
+listen = "[::1]:9000"
+data = "/var/lib/periscope"
+database_url = "postgres://periscope@db/periscope"
+log_format = "json"
+
+[limits]
+daily_searches = "unlimited"
+searches_per_account = 4
+searches_total = 64
+search_timeout_ms = 5_000
+cursor_lifetime_secs = 120
+rate_per_sec = 5
+rate_burst = 0x0a
+max_search_hosts = 50000
+retention_days = 7
+
+[dns]
+servers = ["192.0.2.53", "[2001:db8::53]:5353", "198.51.100.1:53"]
+timeout_ms = 500
+"#,
+        );
+        let c = Config::load(Some(&path), no_env).unwrap();
+        assert_eq!(c.listen.to_string(), "[::1]:9000");
+        assert_eq!(c.data, PathBuf::from("/var/lib/periscope"));
+        assert_eq!(
+            c.database_url.as_deref(),
+            Some("postgres://periscope@db/periscope")
+        );
+        assert_eq!(c.log_format, LogFormat::Json);
+        let l = &c.limits;
+        assert_eq!(l.daily_searches, DailyLimit::Unlimited);
+        assert_eq!((l.searches_per_account, l.searches_total), (4, 64));
+        assert_eq!(l.search_timeout, Duration::from_secs(5));
+        assert_eq!(l.cursor_lifetime, Duration::from_secs(120));
+        assert_eq!((l.rate_per_sec, l.rate_burst), (5, 10));
+        assert_eq!(l.max_search_hosts, 50_000);
+        assert_eq!(l.retention_days, 7);
+        let servers: Vec<String> = c.dns.servers.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            servers,
+            ["192.0.2.53:53", "[2001:db8::53]:5353", "198.51.100.1:53"]
+        );
+        assert_eq!(c.dns.timeout, Duration::from_millis(500));
+        assert_eq!(c.index_config().retention_secs, 7 * 86_400);
+    }
+
+    #[test]
+    fn dotted_keys_and_inline_tables_are_sections_too() {
+        let path = file(
+            "dotted",
+            "limits.daily_searches = 3\ndns = { timeout_ms = 10 }\n",
+        );
+        let c = Config::load(Some(&path), no_env).unwrap();
+        assert_eq!(c.limits.daily_searches, DailyLimit::Limited(3));
+        assert_eq!(c.dns.timeout, Duration::from_millis(10));
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let path = file(
+            "env",
+            "data = \"/from/file\"\nlisten = \"0.0.0.0:80\"\n[limits]\ndaily_searches = 5\n",
+        );
+        let c = Config::load(
+            Some(&path),
+            env(&[
+                ("PERISCOPE_DATA", "/from/env"),
+                ("PERISCOPE_DATABASE_URL", "postgres://u@h/d"),
+                ("PERISCOPE_LIMITS_DAILY_SEARCHES", "7"),
+                ("PERISCOPE_LIMITS_MAX_SEARCH_HOSTS", "1_000"),
+                ("PERISCOPE_DNS_SERVERS", "192.0.2.1, 192.0.2.2:5353"),
+                ("PERISCOPE_LOG_FORMAT", "json"),
+                // Empty counts as unset: the file's value stays.
+                ("PERISCOPE_LISTEN", ""),
+                // Not a key: ignored.
+                ("PERISCOPE_TEST_POSTGRES_URL", "postgres://x"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.data, PathBuf::from("/from/env"));
+        assert_eq!(c.listen.to_string(), "0.0.0.0:80");
+        assert_eq!(c.database_url.as_deref(), Some("postgres://u@h/d"));
+        assert_eq!(c.limits.daily_searches, DailyLimit::Limited(7));
+        assert_eq!(c.limits.max_search_hosts, 1_000);
+        assert_eq!(c.dns.servers.len(), 2);
+        assert_eq!(c.log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn every_key_has_its_environment_variable() {
+        let names: Vec<String> = KEYS.iter().map(Key::env_name).collect();
+        assert_eq!(
+            names,
+            [
+                "PERISCOPE_LISTEN",
+                "PERISCOPE_DATA",
+                "PERISCOPE_DATABASE_URL",
+                "PERISCOPE_LOG_FORMAT",
+                "PERISCOPE_LIMITS_DAILY_SEARCHES",
+                "PERISCOPE_LIMITS_SEARCHES_PER_ACCOUNT",
+                "PERISCOPE_LIMITS_SEARCHES_TOTAL",
+                "PERISCOPE_LIMITS_SEARCH_TIMEOUT_MS",
+                "PERISCOPE_LIMITS_CURSOR_LIFETIME_SECS",
+                "PERISCOPE_LIMITS_RATE_PER_SEC",
+                "PERISCOPE_LIMITS_RATE_BURST",
+                "PERISCOPE_LIMITS_MAX_SEARCH_HOSTS",
+                "PERISCOPE_LIMITS_RETENTION_DAYS",
+                "PERISCOPE_DNS_SERVERS",
+                "PERISCOPE_DNS_TIMEOUT_MS",
+            ]
+        );
+        assert_eq!(
+            periscope_state::DATABASE_URL_ENV,
+            find(None, "database_url").unwrap().env_name()
+        );
+        // The reference lists every key and its variable.
+        // Read from the running test's crate directory (a shared build directory may have
+        // compiled this binary in another checkout).
+        let crate_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+            .map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from);
+        let doc = std::fs::read_to_string(crate_dir.join("../../docs/configuration.md")).unwrap();
+        for key in KEYS {
+            assert!(doc.contains(&format!("`{}`", key.name)), "{}", key.dotted());
+            assert!(doc.contains(&key.env_name()), "{}", key.env_name());
+        }
+    }
+
+    #[test]
+    fn flags_override_the_environment() {
+        let path = file("flags", "data = \"/from/file\"\n");
+        let args = ConfigArgs {
+            config: Some(path),
+            data: Some("/from/flag".into()),
+            database_url: Some("postgres://flag@h/d".into()),
+        };
+        let c = args
+            .load_with(env(&[
+                ("PERISCOPE_DATA", "/from/env"),
+                ("PERISCOPE_DATABASE_URL", "postgres://env@h/d"),
+            ]))
+            .unwrap();
+        assert_eq!(c.data, PathBuf::from("/from/flag"));
+        assert_eq!(c.database_url.as_deref(), Some("postgres://flag@h/d"));
+
+        let mut c = Config::default();
+        c.apply_flag("listen", "--listen", "10.0.0.1:81").unwrap();
+        assert_eq!(c.listen.to_string(), "10.0.0.1:81");
+        let e = c.apply_flag("listen", "--listen", "localhost").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "bad value for `listen` in the command-line flag --listen: expected an IP address \
+             and port such as 127.0.0.1:8080 or [::1]:8080, found \"localhost\""
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_naming_key_and_file() {
+        let path = file(
+            "unknown",
+            "listen = \"127.0.0.1:1\"\n\n[limits]\ndaily_search = 5\n",
+        );
+        let e = error(Some(&path), &[]);
+        assert!(
+            e.starts_with(&format!(
+                "unknown configuration key `limits.daily_search` in the configuration file {} \
+                 (line 4); known keys: limits.daily_searches, ",
+                path.display()
+            )),
+            "{e}"
+        );
+        let path = file("unknown-top", "lisen = \"127.0.0.1:1\"\n");
+        let e = error(Some(&path), &[]);
+        assert!(e.contains("key `lisen` in the configuration file"), "{e}");
+        assert!(
+            e.contains("(line 1)") && e.contains("[limits], [dns]"),
+            "{e}"
+        );
+        let path = file("unknown-section", "[limit]\ndaily_searches = 5\n");
+        let e = error(Some(&path), &[]);
+        assert!(e.contains("key `limit` in"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_key_source_and_expectation() {
+        let path = file("bad", "[limits]\nsearches_total = \"32\"\n");
+        assert_eq!(
+            error(Some(&path), &[]),
+            format!(
+                "bad value for `limits.searches_total` in the configuration file {} (line 2): \
+                 expected a whole number from 1 to 4294967295, found the string \"32\"",
+                path.display()
+            )
+        );
+        assert_eq!(
+            error(None, &[("PERISCOPE_LIMITS_DAILY_SEARCHES", "lots")]),
+            "bad value for `limits.daily_searches` in the environment variable \
+             PERISCOPE_LIMITS_DAILY_SEARCHES: expected a whole number from 0 to 4294967295, \
+             or \"unlimited\", found \"lots\""
+        );
+        // Check each key refuses values of the wrong kind or range.
+        let cases: &[(&str, &str)] = &[
+            ("PERISCOPE_LISTEN", "127.0.0.1"),
+            ("PERISCOPE_DATA", "  "),
+            ("PERISCOPE_LOG_FORMAT", "xml"),
+            ("PERISCOPE_LIMITS_DAILY_SEARCHES", "-1"),
+            ("PERISCOPE_LIMITS_SEARCHES_PER_ACCOUNT", "0"),
+            ("PERISCOPE_LIMITS_SEARCHES_TOTAL", "4294967296"),
+            ("PERISCOPE_LIMITS_SEARCH_TIMEOUT_MS", "1.5"),
+            ("PERISCOPE_LIMITS_CURSOR_LIFETIME_SECS", "10s"),
+            ("PERISCOPE_LIMITS_RATE_PER_SEC", "_1"),
+            ("PERISCOPE_LIMITS_RATE_BURST", ""),
+            ("PERISCOPE_LIMITS_MAX_SEARCH_HOSTS", "0"),
+            ("PERISCOPE_LIMITS_RETENTION_DAYS", "36501"),
+            ("PERISCOPE_DNS_SERVERS", "192.0.2.1,resolver.example"),
+            ("PERISCOPE_DNS_TIMEOUT_MS", "0"),
+        ];
+        for (name, value) in cases {
+            let result = Config::load(None, env(&[(name, value)]));
+            if value.is_empty() {
+                assert!(result.is_ok(), "{name}: empty is unset");
+                continue;
+            }
+            let e = result.unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("in the environment variable {name}: expected")),
+                "{name}={value}: {e}"
+            );
+        }
+        let path = file("bad-kind", "limits = 5\n");
+        let e = error(Some(&path), &[]);
+        assert!(
+            e.contains("`limits`")
+                && e.contains("expected a table ([limits]), found the integer 5"),
+            "{e}"
+        );
+        let path = file("bad-list", "[dns]\nservers = [\"192.0.2.1\", 53]\n");
+        let e = error(Some(&path), &[]);
+        assert!(
+            e.contains("`dns.servers`") && e.contains("(line 2)") && e.ends_with("an array"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unreadable_and_malformed_files() {
+        let missing = std::env::temp_dir().join("periscope-config-missing/none.toml");
+        let e = error(Some(&missing), &[]);
+        assert!(e.starts_with("cannot read the configuration file "), "{e}");
+        let path = file("syntax", "listen = \n");
+        let e = error(Some(&path), &[]);
+        assert!(
+            e.contains("is not valid TOML") && e.contains("line 1"),
+            "{e}"
+        );
+    }
+}
