@@ -1,8 +1,9 @@
 //! The `periscope` binary: one executable whose subcommands drive the Periscope libraries.
 //!
 //! This file is glue: it parses the command line with clap and hands each subcommand to its
-//! module (`serve`, `synth`, `ingest`, `validate`, `bench`; `lines` is the line reader `ingest` and
-//! `validate` share), which does the work through library APIs. Exit codes: 0 success, 1 a
+//! module (`serve`, `admin`, `synth`, `ingest`, `validate`, `bench`; `config` is the
+//! configuration `serve` and `admin` read, `lines` the line reader `ingest` and `validate`
+//! share), which does the work through library APIs. Exit codes: 0 success, 1 a
 //! check failed (`validate` rejected lines), 2 the command could not run (bad arguments,
 //! unreadable or unwritable files, a store error); errors are printed once, here.
 
