@@ -111,7 +111,10 @@ pub async fn method_not_allowed() -> ApiError {
 /// The API key of `Authorization: Bearer <key>`; `None` when the header is missing or not of
 /// that form (the caller answers the same 401 for every case).
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
     let (scheme, key) = value.split_once(' ')?;
     let key = key.trim_start_matches(' ');
     (scheme.eq_ignore_ascii_case("bearer") && !key.is_empty() && !key.contains(char::is_whitespace))

@@ -54,7 +54,7 @@ impl ApiError {
             StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = ErrorBody {
             request_id: request_id.to_owned(),
-            code: self.code.as_str().to_owned(),
+            code: self.code,
             message: self
                 .message
                 .unwrap_or_else(|| self.code.message().to_owned()),
@@ -81,6 +81,7 @@ impl IntoResponse for ApiError {
 impl From<RequestError> for ApiError {
     fn from(e: RequestError) -> Self {
         match e {
+            RequestError::BodyTooLarge => Self::new(ErrorCode::BodyTooLarge),
             RequestError::InvalidJson(why) => Self::new(ErrorCode::InvalidJson).with_message(why),
             RequestError::Invalid(violations) => {
                 let mut error = Self::new(ErrorCode::ValidationFailed);
@@ -111,6 +112,7 @@ impl From<ServiceError> for ApiError {
                     .map(|v| Violation {
                         field: v.field.to_owned(),
                         code: v.code.to_owned(),
+                        message: v.detail,
                     })
                     .collect();
                 error

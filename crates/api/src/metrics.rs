@@ -64,7 +64,9 @@ impl Metrics {
     pub fn render(&self, gauges: Gauges) -> String {
         let c = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
         let mut out = String::new();
-        out.push_str("# HELP periscope_http_requests_total HTTP requests answered, by route and status.\n");
+        out.push_str(
+            "# HELP periscope_http_requests_total HTTP requests answered, by route and status.\n",
+        );
         out.push_str("# TYPE periscope_http_requests_total counter\n");
         for ((route, status), n) in &c.requests {
             let _ = writeln!(
@@ -98,18 +100,46 @@ impl Metrics {
             );
         }
         let gauge = |out: &mut String, name: &str, kind: &str, help: &str, value: u64| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
         };
-        gauge(&mut out, "periscope_searches_charged_total", "counter",
-            "Searches charged to an allowance since start.", gauges.searches_charged);
-        gauge(&mut out, "periscope_searches_running", "gauge",
-            "Operations of the search capability running now.", u64::from(gauges.searches_running));
-        gauge(&mut out, "periscope_index_hosts", "gauge",
-            "Hosts in the index snapshot answering now.", gauges.index.hosts);
-        gauge(&mut out, "periscope_index_services", "gauge",
-            "Current services in the index snapshot answering now.", gauges.index.services);
-        gauge(&mut out, "periscope_index_generation", "gauge",
-            "Store generation the answering snapshot was built from.", gauges.index.generation);
+        gauge(
+            &mut out,
+            "periscope_searches_charged_total",
+            "counter",
+            "Searches charged to an allowance since start.",
+            gauges.searches_charged,
+        );
+        gauge(
+            &mut out,
+            "periscope_searches_running",
+            "gauge",
+            "Operations of the search capability running now.",
+            u64::from(gauges.searches_running),
+        );
+        gauge(
+            &mut out,
+            "periscope_index_hosts",
+            "gauge",
+            "Hosts in the index snapshot answering now.",
+            gauges.index.hosts,
+        );
+        gauge(
+            &mut out,
+            "periscope_index_services",
+            "gauge",
+            "Current services in the index snapshot answering now.",
+            gauges.index.services,
+        );
+        gauge(
+            &mut out,
+            "periscope_index_generation",
+            "gauge",
+            "Store generation the answering snapshot was built from.",
+            gauges.index.generation,
+        );
         out
     }
 }
@@ -127,14 +157,32 @@ mod tests {
         let text = m.render(Gauges {
             searches_charged: 2,
             searches_running: 0,
-            index: IndexGauge { hosts: 7, services: 9, generation: 3 },
+            index: IndexGauge {
+                hosts: 7,
+                services: 9,
+                generation: 3,
+            },
         });
-        assert!(text.contains("periscope_http_requests_total{route=\"/v1/search\",status=\"200\"} 2\n"));
-        assert!(text.contains("periscope_http_requests_total{route=\"/v1/search\",status=\"429\"} 1\n"));
-        assert!(text.contains("periscope_http_request_duration_seconds_bucket{route=\"/v1/search\",le=\"0.005\"} 2\n"));
-        assert!(text.contains("periscope_http_request_duration_seconds_bucket{route=\"/v1/search\",le=\"0.025\"} 2\n"));
-        assert!(text.contains("periscope_http_request_duration_seconds_bucket{route=\"/v1/search\",le=\"0.05\"} 3\n"));
-        assert!(text.contains("periscope_http_request_duration_seconds_count{route=\"/v1/search\"} 3\n"));
+        assert!(
+            text.contains("periscope_http_requests_total{route=\"/v1/search\",status=\"200\"} 2\n")
+        );
+        assert!(
+            text.contains("periscope_http_requests_total{route=\"/v1/search\",status=\"429\"} 1\n")
+        );
+        assert!(text.contains(
+            "periscope_http_request_duration_seconds_bucket{route=\"/v1/search\",le=\"0.005\"} 2\n"
+        ));
+        assert!(text.contains(
+            "periscope_http_request_duration_seconds_bucket{route=\"/v1/search\",le=\"0.025\"} 2\n"
+        ));
+        assert!(text.contains(
+            "periscope_http_request_duration_seconds_bucket{route=\"/v1/search\",le=\"0.05\"} 3\n"
+        ));
+        assert!(
+            text.contains(
+                "periscope_http_request_duration_seconds_count{route=\"/v1/search\"} 3\n"
+            )
+        );
         assert!(text.contains("periscope_searches_charged_total 2\n"));
         assert!(text.contains("periscope_index_hosts 7\n"));
     }

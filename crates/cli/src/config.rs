@@ -11,9 +11,6 @@
 //! so tests pass a map instead of changing the process environment. User reference:
 //! `docs/configuration.md`.
 
-// `serve` (being written) reads the settings admin does not need yet.
-#![allow(dead_code)]
-
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};

@@ -621,4 +621,3 @@ pub(crate) fn ingest_synthetic(
     let (stats, seconds) = generated?;
     Ok((stats, seconds, report))
 }
-

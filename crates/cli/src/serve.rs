@@ -187,7 +187,9 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
-    let address = listener.local_addr().context("cannot read the listening address")?;
+    let address = listener
+        .local_addr()
+        .context("cannot read the listening address")?;
     tracing::info!(address = %address, data = %data.display(), "listening");
     announce(address, demo_key.as_deref());
 

@@ -173,10 +173,7 @@ impl Builder {
                 state,
                 resolver: self.resolver,
                 clock: self.clock,
-                gate: Gate::new(
-                    self.limits.searches_per_account,
-                    self.limits.searches_total,
-                ),
+                gate: Gate::new(self.limits.searches_per_account, self.limits.searches_total),
                 limits: self.limits,
                 charged: AtomicU64::new(0),
             }),

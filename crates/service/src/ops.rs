@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use periscope_index::{
-    Count, Exposure, Facets, FacetStatus, HostDetail, HostResult, IndexError, ScanIndex,
+    Count, Exposure, FacetStatus, Facets, HostDetail, HostResult, IndexError, ScanIndex,
     SearchOutcome,
 };
 use periscope_model::Timestamp;
 use periscope_query::{
-    Query, Violation, ViolationCode, check_count, check_cursor_format, check_exposure,
+    FilterQuery, Query, Violation, ViolationCode, check_count, check_cursor_format, check_exposure,
     check_facets, parse, parse_detail_ip, parse_resolution,
 };
 use periscope_resolve::DomainResolution;
@@ -80,12 +80,20 @@ pub struct SearchAnswer {
 /// The answer of the facets operation.
 #[derive(Debug, Clone)]
 pub struct FacetsAnswer {
+    /// The filter query the groups belong to (`can_add_filters` and `selected` come from it).
+    pub query: FilterQuery,
     /// The six groups.
     pub facets: Facets,
-    /// Some group did not come back.
-    pub partial: bool,
-    /// Fewer than three filter clauses are active.
-    pub can_add_filters: bool,
+}
+
+impl FacetsAnswer {
+    /// Some group did not come back (`partial`).
+    pub fn partial(&self) -> bool {
+        self.facets
+            .groups
+            .iter()
+            .any(|g| g.status != FacetStatus::Available)
+    }
 }
 
 fn violation(field: &'static str, code: &'static str, detail: impl Into<String>) -> FieldViolation {
@@ -211,21 +219,13 @@ impl SearchService {
         let run = async {
             let permit = self.admit(caller)?;
             let now = self.now();
-            let can_add_filters = !filter.is_full();
+            let query = filter.clone();
             let facets = self
                 .run_blocking(permit, ServiceError::FacetTimeout, move |index| {
                     index.facets(&filter, now)
                 })
                 .await?;
-            let partial = facets
-                .groups
-                .iter()
-                .any(|g| g.status != FacetStatus::Available);
-            Ok(FacetsAnswer {
-                facets,
-                partial,
-                can_add_filters,
-            })
+            Ok(FacetsAnswer { query, facets })
         };
         self.audited(caller, request_id, Operation::Facets, query, run)
             .await
@@ -311,7 +311,12 @@ impl SearchService {
         let reserved = match caller.account.daily_limit {
             DailyLimit::Unlimited => None,
             DailyLimit::Limited(daily) => {
-                match self.inner.state.charge(account, UtcDay::of(now), daily).await {
+                match self
+                    .inner
+                    .state
+                    .charge(account, UtcDay::of(now), daily)
+                    .await
+                {
                     Ok(Charge::Charged(usage)) => Some(usage),
                     Ok(Charge::Exhausted(usage)) => return Err(ServiceError::LimitReached(usage)),
                     Err(e) => return Err(ServiceError::state("charging a search", &e)),
@@ -350,7 +355,10 @@ impl SearchService {
         let canonical = query.to_string();
         let after = match &cursor {
             None => None,
-            Some(token) => Some(self.take_cursor(token, caller, &canonical, limit, now).await?),
+            Some(token) => Some(
+                self.take_cursor(token, caller, &canonical, limit, now)
+                    .await?,
+            ),
         };
         let answer = self
             .page_after(caller, query, &canonical, limit, after, now, permit)

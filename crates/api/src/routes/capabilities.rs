@@ -20,7 +20,7 @@ pub async fn get(
 ) -> Result<Response, ApiError> {
     super::free_caller(&app, &headers).await?;
     no_body(&Method::GET, &headers, body).await?;
-    let mut response = json(&CapabilitiesResponse::current(id.0));
+    let mut response = json(&CapabilitiesResponse::new(id.0));
     response
         .headers_mut()
         .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));

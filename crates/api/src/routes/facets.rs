@@ -22,8 +22,7 @@ pub async fn post(
     let answer = app.service.facets(&caller, &id.0, &req.query).await?;
     Ok(json(&FacetsResponse::new(
         id.0,
+        &answer.query,
         &answer.facets,
-        answer.partial,
-        answer.can_add_filters,
     )))
 }

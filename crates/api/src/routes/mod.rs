@@ -20,9 +20,9 @@ use axum::http::HeaderMap;
 use periscope_api_types::{ErrorCode, RequestBody};
 use periscope_service::Caller;
 
+use crate::App;
 use crate::edge::{bearer, content_type, read_body};
 use crate::error::ApiError;
-use crate::App;
 
 /// The caller of `Authorization: Bearer <key>`; the same 401 for every failure.
 pub(crate) async fn caller(app: &App, headers: &HeaderMap) -> Result<Caller, ApiError> {
@@ -43,5 +43,8 @@ pub(crate) async fn free_caller(app: &App, headers: &HeaderMap) -> Result<Caller
 /// The JSON body of a `POST` route, decoded and checked member by member.
 pub(crate) async fn body<T: RequestBody>(headers: &HeaderMap, body: Body) -> Result<T, ApiError> {
     let bytes = read_body(headers, body).await?;
-    Ok(periscope_api_types::decode::<T>(content_type(headers), &bytes)?)
+    Ok(periscope_api_types::decode::<T>(
+        content_type(headers),
+        &bytes,
+    )?)
 }

@@ -4,7 +4,9 @@ use axum::body::Body;
 use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use periscope_api_types::{Allowance, DomainResolutionBody, SearchBody, SearchResponse};
+use periscope_api_types::{
+    Allowance, DomainResolution, DomainResolutionStatus, SearchBody, SearchResponse,
+};
 use periscope_service::SearchRequest;
 use periscope_state::Usage;
 
@@ -14,12 +16,7 @@ use crate::error::ApiError;
 
 /// The wire form of an allowance.
 pub(crate) fn allowance(usage: Usage) -> Allowance {
-    Allowance {
-        limit: usage.limit,
-        used: usage.used,
-        remaining: usage.remaining(),
-        resets_at: usage.resets_at().to_string(),
-    }
+    Allowance::new(usage.limit, usage.used, usage.resets_at())
 }
 
 /// The handler.
@@ -43,15 +40,15 @@ pub async fn post(
             },
         )
         .await?;
-    Ok(json(&SearchResponse::new(
-        id.0,
-        &answer.query,
-        &answer.hosts,
-        answer.next_cursor.map(|c| c.to_string()),
-        answer.allowance.map(allowance),
-        answer.domain_resolution.map(|r| DomainResolutionBody {
-            status: r.status().to_owned(),
-            address_count: r.address_count() as u64,
-        }),
-    )))
+    let mut response = SearchResponse::new(id.0, &answer.hosts);
+    response.next_cursor = answer.next_cursor.map(|c| c.to_string());
+    response.allowance = answer.allowance.map(allowance);
+    response.domain_resolution = answer.domain_resolution.map(|r| DomainResolution {
+        status: DomainResolutionStatus::ALL
+            .into_iter()
+            .find(|s| s.as_str() == r.status())
+            .unwrap_or(DomainResolutionStatus::Failed),
+        address_count: u32::try_from(r.address_count()).unwrap_or(u32::MAX),
+    });
+    Ok(json(&response))
 }

@@ -14,9 +14,16 @@ fn tampered(key: &str) -> String {
 
 api_test!(every_bad_credential_answers_the_same_401, |app| {
     // A well-formed key that was issued and then revoked.
-    let (other, revoked) = app.account("other@example.com", DailyLimit::Unlimited).await;
+    let (other, revoked) = app
+        .account("other@example.com", DailyLimit::Unlimited)
+        .await;
     let key_id = app.state.keys_of(other.id).await.unwrap()[0].id;
-    assert!(app.state.revoke_key(other.id, key_id, noon()).await.unwrap());
+    assert!(
+        app.state
+            .revoke_key(other.id, key_id, noon())
+            .await
+            .unwrap()
+    );
     let mut bodies = Vec::new();
     for path in ["/v1/search/capabilities", "/v1/allowance"] {
         let r = app.get(path, None).await;
@@ -52,9 +59,16 @@ api_test!(every_bad_credential_answers_the_same_401, |app| {
 });
 
 api_test!(revocation_takes_effect_on_the_next_request, |app| {
-    app.post("/v1/search/count", json!({"query": "port:22"})).await.ok();
+    app.post("/v1/search/count", json!({"query": "port:22"}))
+        .await
+        .ok();
     let key = app.state.keys_of(app.account.id).await.unwrap()[0].id;
-    assert!(app.state.revoke_key(app.account.id, key, noon()).await.unwrap());
+    assert!(
+        app.state
+            .revoke_key(app.account.id, key, noon())
+            .await
+            .unwrap()
+    );
     app.post("/v1/search/count", json!({"query": "port:22"}))
         .await
         .assert_error(401, "unauthorized");
@@ -64,16 +78,34 @@ api_test!(account_checks_come_in_the_specified_order, |app| {
     let q = json!({"query": "port:22"});
     // Expired plan: 402.
     let past = periscope_model::Timestamp::from_unix(noon().unix() - 1).unwrap();
-    app.state.set_plan(app.account.id, Plan::ExpiresAt(past)).await.unwrap();
-    app.post("/v1/search", q.clone()).await.assert_error(402, "plan_expired");
+    app.state
+        .set_plan(app.account.id, Plan::ExpiresAt(past))
+        .await
+        .unwrap();
+    app.post("/v1/search", q.clone())
+        .await
+        .assert_error(402, "plan_expired");
     // Inactive comes first: 403 even with the plan expired.
-    app.state.set_access(app.account.id, Access::Inactive).await.unwrap();
-    app.post("/v1/search", q.clone()).await.assert_error(403, "account_inactive");
-    app.post("/v1/search/count", q.clone()).await.assert_error(403, "account_inactive");
-    app.state.set_access(app.account.id, Access::Active).await.unwrap();
+    app.state
+        .set_access(app.account.id, Access::Inactive)
+        .await
+        .unwrap();
+    app.post("/v1/search", q.clone())
+        .await
+        .assert_error(403, "account_inactive");
+    app.post("/v1/search/count", q.clone())
+        .await
+        .assert_error(403, "account_inactive");
+    app.state
+        .set_access(app.account.id, Access::Active)
+        .await
+        .unwrap();
     // A plan that expires later is current.
     let later = periscope_model::Timestamp::from_unix(noon().unix() + 60).unwrap();
-    app.state.set_plan(app.account.id, Plan::ExpiresAt(later)).await.unwrap();
+    app.state
+        .set_plan(app.account.id, Plan::ExpiresAt(later))
+        .await
+        .unwrap();
     app.post("/v1/search/count", q.clone()).await.ok();
     // Two organisations: 400 organization_required; none: the same.
     app.state
@@ -84,7 +116,10 @@ api_test!(account_checks_come_in_the_specified_order, |app| {
         .await
         .assert_error(400, "organization_required");
     for org in app.state.organisations_of(app.account.id).await.unwrap() {
-        app.state.leave_organisation(app.account.id, org.id).await.unwrap();
+        app.state
+            .leave_organisation(app.account.id, org.id)
+            .await
+            .unwrap();
     }
     app.post("/v1/hosts/detail", json!({"ip": "240.0.0.1"}))
         .await
@@ -117,13 +152,19 @@ api_test!(
         for _ in 0..3 {
             app.get("/v1/allowance", Some(&app.key)).await.ok();
         }
-        let r = app.post("/v1/search/count", json!({"query": "port:22"})).await;
+        let r = app
+            .post("/v1/search/count", json!({"query": "port:22"}))
+            .await;
         r.assert_error(429, "rate_limited");
         let wait: u64 = r.header("retry-after").unwrap().parse().unwrap();
         assert!((1..=2).contains(&wait), "{wait}");
         // Another key has its own bucket; the metered route is bounded by the allowance.
-        let (_, other) = app.account("bob@example.com", DailyLimit::Limited(20)).await;
+        let (_, other) = app
+            .account("bob@example.com", DailyLimit::Limited(20))
+            .await;
         app.get("/v1/allowance", Some(&other)).await.ok();
-        app.post("/v1/search", json!({"query": "port:22", "limit": 1})).await.ok();
+        app.post("/v1/search", json!({"query": "port:22", "limit": 1}))
+            .await
+            .ok();
     }
 );

@@ -35,9 +35,15 @@ fn engine() -> Arc<dyn ScanIndex> {
     let line = format!(
         r#"{{"kind":"service","ip":"{PUBLIC}","port":443,"transport":"tcp","protocol":"https","observed_at":"{AS_OF}","status":"completed"}}"#
     );
-    let obs = ObservationReader::new(noon()).read_line(&line).unwrap().unwrap();
+    let obs = ObservationReader::new(noon())
+        .read_line(&line)
+        .unwrap()
+        .unwrap();
     extra.apply(&obs);
-    let records = extra.records().cloned().chain(data().reference.records().cloned());
+    let records = extra
+        .records()
+        .cloned()
+        .chain(data().reference.records().cloned());
     Arc::new(
         EmbeddedIndex::build(
             IndexConfig::default(),
@@ -81,19 +87,39 @@ api_test!(
     },
     |app| {
         let (domain, stored_host) = stored_domain();
-        let r = app.post("/v1/search", json!({"query": domain.to_string(), "limit": 100})).await;
+        let r = app
+            .post(
+                "/v1/search",
+                json!({"query": format!("domain:{domain}"), "limit": 100}),
+            )
+            .await;
         let body = r.ok();
-        assert_eq!(body["domain_resolution"], json!({"status": "resolved", "address_count": 1}));
+        assert_eq!(
+            body["domain_resolution"],
+            json!({"status": "resolved", "address_count": 1})
+        );
         let results = body["results"].as_array().unwrap();
-        let public = results.iter().find(|h| h["ip"] == PUBLIC).expect("the DNS answer is a result");
+        let public = results
+            .iter()
+            .find(|h| h["ip"] == PUBLIC)
+            .expect("the DNS answer is a result");
         assert_eq!(sources_of(public), ["dns_resolution"]);
-        assert_eq!(public["domain_matches"][0]["value"], json!(domain.to_string()));
-        assert!(results.iter().all(|h| h["ip"] != "10.1.2.3"), "private answers are never targets");
+        assert_eq!(
+            public["domain_matches"][0]["value"],
+            json!(domain.to_string())
+        );
+        assert!(
+            results.iter().all(|h| h["ip"] != "10.1.2.3"),
+            "private answers are never targets"
+        );
         let stored = results
             .iter()
             .find(|h| h["ip"] == stored_host.to_string())
             .expect("the stored host is a result");
-        assert!(sources_of(stored).iter().any(|s| s.starts_with("stored_")), "{stored}");
+        assert!(
+            sources_of(stored).iter().any(|s| s.starts_with("stored_")),
+            "{stored}"
+        );
         for h in results {
             assert!(h.get("organization_matches").is_none());
         }
@@ -107,7 +133,9 @@ api_test!(
             ("absent", "not_found"),
         ] {
             let name = format!("{label}.{domain}");
-            let r = app.post("/v1/search", json!({"query": name})).await;
+            let r = app
+                .post("/v1/search", json!({"query": format!("domain:{name}")}))
+                .await;
             let body = r.ok();
             assert_eq!(
                 body["domain_resolution"],

@@ -40,8 +40,10 @@ api_test!(
     a_slow_engine_times_out_free_of_charge,
     Options {
         index: faulty(Fault::Slow(Duration::from_millis(400))),
+        // The timed-out work keeps its permit until it really ends, so allow a few at once.
         limits: Limits {
             time_budget: Duration::from_millis(100),
+            searches_per_account: 10,
             ..Limits::default()
         },
         ..Options::default()
@@ -103,14 +105,22 @@ api_test!(
     },
     |app| {
         let q = json!({"query": "port:22", "limit": 1});
-        let (a, b) = tokio::join!(app.post("/v1/search", q.clone()), app.post("/v1/search", q.clone()));
-        let mut got = [(a.status, a.body["code"].clone()), (b.status, b.body["code"].clone())];
+        let (a, b) = tokio::join!(
+            app.post("/v1/search", q.clone()),
+            app.post("/v1/search", q.clone())
+        );
+        let mut got = [
+            (a.status, a.body["code"].clone()),
+            (b.status, b.body["code"].clone()),
+        ];
         got.sort_by_key(|g| g.0);
         assert_eq!(got[0].0, 200);
         assert_eq!(got[1], (429, json!("user_concurrency_reached")));
         assert_eq!(app.used().await, 1);
         // Another account is not held back by it.
-        let (_, other) = app.account("bob@example.com", DailyLimit::Limited(20)).await;
+        let (_, other) = app
+            .account("bob@example.com", DailyLimit::Limited(20))
+            .await;
         let (a, b) = tokio::join!(
             app.post("/v1/search", q.clone()),
             app.post_as("/v1/search", Some(&other), q.clone())
@@ -130,13 +140,18 @@ api_test!(
         ..Options::default()
     },
     |app| {
-        let (_, other) = app.account("bob@example.com", DailyLimit::Limited(20)).await;
+        let (_, other) = app
+            .account("bob@example.com", DailyLimit::Limited(20))
+            .await;
         let q = json!({"query": "port:22", "limit": 1});
         let (a, b) = tokio::join!(
             app.post("/v1/search", q.clone()),
             app.post_as("/v1/search", Some(&other), q.clone())
         );
-        let mut got = [(a.status, a.body["code"].clone()), (b.status, b.body["code"].clone())];
+        let mut got = [
+            (a.status, a.body["code"].clone()),
+            (b.status, b.body["code"].clone()),
+        ];
         got.sort_by_key(|g| g.0);
         assert_eq!(got[0].0, 200);
         assert_eq!(got[1], (503, json!("search_capacity_exhausted")));

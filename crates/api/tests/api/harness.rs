@@ -142,7 +142,7 @@ impl Default for Options {
     }
 }
 
-struct Probe(Arc<dyn ScanIndex>);
+struct Probe;
 
 impl IndexProbe for Probe {
     fn gauge(&self) -> IndexGauge {
@@ -250,7 +250,7 @@ impl TestApp {
         let resolver = options
             .resolver
             .unwrap_or_else(|| Arc::new(FixedResolver::new()) as Arc<dyn Resolver>);
-        let mut builder = SearchService::builder(Arc::clone(&index), state.clone(), resolver)
+        let mut builder = SearchService::builder(index, state.clone(), resolver)
             .limits(options.limits)
             .clock(clock.clone());
         if let Some(audit) = options.audit {
@@ -262,7 +262,7 @@ impl TestApp {
         let app = App::new(
             builder.build(),
             RateLimit::new(options.rate.0, options.rate.1),
-            Arc::new(Probe(index)),
+            Arc::new(Probe),
         );
         let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
             .await

@@ -51,11 +51,15 @@ async fn concurrent_searches(app: &TestApp, key: &str, n: usize) -> Vec<u16> {
     statuses
 }
 
-api_test!(hundred_concurrent_searches_with_twenty_remaining, roomy(), |app| {
-    let statuses = concurrent_searches(&app, &app.key, 100).await;
-    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 20);
-    assert_eq!(app.used().await, 20);
-});
+api_test!(
+    hundred_concurrent_searches_with_twenty_remaining,
+    roomy(),
+    |app| {
+        let statuses = concurrent_searches(&app, &app.key, 100).await;
+        assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 20);
+        assert_eq!(app.used().await, 20);
+    }
+);
 
 api_test!(ten_concurrent_searches_with_one_remaining, roomy(), |app| {
     let day = UtcDay::of(app.clock_now());
@@ -71,11 +75,19 @@ api_test!(ten_concurrent_searches_with_one_remaining, roomy(), |app| {
 });
 
 api_test!(a_cursor_raced_twice_answers_once, roomy(), |app| {
-    let first = app.post("/v1/search", json!({"query": "port:22", "limit": 2})).await;
+    let first = app
+        .post("/v1/search", json!({"query": "port:22", "limit": 2}))
+        .await;
     let cursor = first.ok()["next_cursor"].as_str().unwrap().to_owned();
     let body = json!({"query": "port:22", "limit": 2, "cursor": cursor});
-    let (a, b) = tokio::join!(app.post("/v1/search", body.clone()), app.post("/v1/search", body.clone()));
-    let mut got = [(a.status, a.body["code"].clone()), (b.status, b.body["code"].clone())];
+    let (a, b) = tokio::join!(
+        app.post("/v1/search", body.clone()),
+        app.post("/v1/search", body.clone())
+    );
+    let mut got = [
+        (a.status, a.body["code"].clone()),
+        (b.status, b.body["code"].clone()),
+    ];
     got.sort_by_key(|g| g.0);
     assert_eq!(got[0].0, 200);
     assert_eq!(got[1], (410, json!("cursor_gone")));
@@ -134,7 +146,9 @@ impl periscope_index::ScanIndex for Measured {
         resolution: periscope_query::Resolution,
         now: periscope_model::Timestamp,
     ) -> Result<periscope_index::Exposure, periscope_index::IndexError> {
-        crate::harness::data().engine.exposure(query, resolution, now)
+        crate::harness::data()
+            .engine
+            .exposure(query, resolution, now)
     }
     fn domain_scans_of_name(
         &self,
@@ -155,7 +169,9 @@ impl periscope_index::ScanIndex for Measured {
         limit: usize,
         now: periscope_model::Timestamp,
     ) -> Result<Option<periscope_index::HostDetail>, periscope_index::IndexError> {
-        crate::harness::data().engine.host_detail(ip, continuation, limit, now)
+        crate::harness::data()
+            .engine
+            .host_detail(ip, continuation, limit, now)
     }
 }
 
@@ -178,7 +194,11 @@ async fn limits_hold_under_parallel_load() {
         let app = TestApp::start(&fixture, options).await;
         let mut keys = vec![app.key.clone()];
         for i in 0..3 {
-            keys.push(app.account(&format!("u{i}@example.com"), DailyLimit::Unlimited).await.1);
+            keys.push(
+                app.account(&format!("u{i}@example.com"), DailyLimit::Unlimited)
+                    .await
+                    .1,
+            );
         }
         let mut tasks = Vec::new();
         for round in 0..6 {

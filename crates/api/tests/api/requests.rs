@@ -33,7 +33,9 @@ api_test!(bodies_that_are_not_json_answer_invalid_json, |app| {
         .send()
         .await
         .unwrap();
-    crate::harness::reply(r).await.assert_error(400, "invalid_json");
+    crate::harness::reply(r)
+        .await
+        .assert_error(400, "invalid_json");
     assert_eq!(app.used().await, 0);
 });
 
@@ -64,9 +66,12 @@ api_test!(members_are_checked_one_by_one, |app| {
     app.post("/v1/search", json!({"query": "x".repeat(513)}))
         .await
         .assert_violations(&[("query", "too_long")]);
-    app.post("/v1/search/exposure", json!({"query": "port:22", "resolution": 4}))
-        .await
-        .assert_violations(&[("resolution", "wrong_type")]);
+    app.post(
+        "/v1/search/exposure",
+        json!({"query": "port:22", "resolution": 4}),
+    )
+    .await
+    .assert_violations(&[("resolution", "wrong_type")]);
     app.post("/v1/hosts/detail", json!({"limit": 2}))
         .await
         .assert_violations(&[("ip", "required")]);

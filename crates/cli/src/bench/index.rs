@@ -38,11 +38,11 @@ use periscope_index::{
 };
 use periscope_model::Timestamp;
 use periscope_query::{FilterQuery, Query, Resolution};
-use periscope_synth::{SynthConfig, SynthStats, write_dataset};
+use periscope_synth::{SynthConfig, write_dataset};
 use serde_json::{Value, json};
 
 use super::status_kib;
-use crate::ingest::{DEFAULT_BATCH, IngestReport, STORE_FILE, ingest_paths, ingest_synthetic};
+use crate::ingest::{DEFAULT_BATCH, STORE_FILE, ingest_paths, ingest_synthetic};
 use crate::synth::{group, now, parse_as_of, parse_hosts};
 
 /// Hosts unless `--hosts` says otherwise.
