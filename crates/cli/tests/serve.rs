@@ -1,0 +1,232 @@
+//! `periscope serve` end to end, as the README's newcomer uses it: `--demo` on an empty data
+//! directory ingests demo data and prints a key; the key answers; `periscope admin` creates
+//! another account and key beside the running server; SIGTERM shuts down cleanly; no log line
+//! carries a key; a second start on the same directory just serves (index file loaded, no new
+//! data, no new key).
+
+#![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{command, periscope, scratch, text};
+
+/// A running server: its address, the key it printed (if any) and every stderr line so far.
+struct Server {
+    child: Child,
+    address: String,
+    key: Option<String>,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Server {
+    /// Starts the server; with `demo_key`, waits for the demo announcement too.
+    fn start(data: &str, demo_key: bool) -> Server {
+        let mut child = command(&[
+            "serve",
+            "--demo",
+            "--demo-hosts",
+            "300",
+            "--data",
+            data,
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env("PERISCOPE_DNS_SERVERS", "127.0.0.1:9")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                if tx.send(line.unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut server = Server {
+            child,
+            address: String::new(),
+            key: None,
+            lines,
+            seen: Vec::new(),
+        };
+        loop {
+            let line = server
+                .lines
+                .recv_timeout(Duration::from_secs(120))
+                .unwrap_or_else(|_| panic!("no serving line; saw {:?}", server.seen));
+            if let Some(rest) = line.strip_prefix("periscope: serving http://") {
+                server.address = rest.split_whitespace().next().unwrap().to_owned();
+            }
+            let trimmed = line.trim();
+            if trimmed.starts_with("psk_") {
+                server.key = Some(trimmed.to_owned());
+            }
+            let done = if demo_key {
+                line.starts_with("The demo data is synthetic")
+            } else {
+                !server.address.is_empty()
+            };
+            server.seen.push(line);
+            if done {
+                return server;
+            }
+        }
+    }
+
+    /// Sends SIGTERM and waits for the exit; returns every stderr line.
+    fn stop(mut self) -> Vec<String> {
+        let pid = self.child.id().to_string();
+        assert!(periscope_kill(&pid));
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status}");
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.seen.push(line);
+        }
+        self.seen
+    }
+}
+
+fn periscope_kill(pid: &str) -> bool {
+    std::process::Command::new("kill")
+        .args(["-TERM", pid])
+        .status()
+        .unwrap()
+        .success()
+}
+
+/// One HTTP/1.1 exchange: (status, body).
+fn http(address: &str, method: &str, path: &str, key: Option<&str>, body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let auth = key.map_or(String::new(), |k| format!("Authorization: Bearer {k}\r\n"));
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\n{auth}Content-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response.split_once("\r\n\r\n").unwrap().1.to_owned();
+    (status, body)
+}
+
+#[test]
+fn serve_demo_answers_admin_keys_work_and_shutdown_is_clean() {
+    let dir = scratch("serve_demo");
+    let data = dir.join("data");
+    let data = data.to_str().unwrap();
+
+    let server = Server::start(data, true);
+    assert!(
+        server
+            .seen
+            .iter()
+            .any(|l| l.contains("generating a synthetic demo dataset"))
+    );
+    let key = server.key.clone().expect("the demo key is printed");
+    let (status, body) = http(&server.address, "GET", "/healthz", None, "");
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = http(
+        &server.address,
+        "POST",
+        "/v1/search",
+        Some(&key),
+        r#"{"query":"port:22","limit":2}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""used":1"#), "{body}");
+
+    // An administrator adds an account beside the running server.
+    let out = periscope(&[
+        "admin",
+        "--data",
+        data,
+        "create-account",
+        "--email",
+        "ops@example.com",
+        "--org",
+        "Ops",
+        "--limit",
+        "unlimited",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = periscope(&[
+        "admin",
+        "--data",
+        data,
+        "create-key",
+        "--email",
+        "ops@example.com",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ops_key = text(&out.stdout).trim().to_owned();
+    let (status, body) = http(
+        &server.address,
+        "POST",
+        "/v1/search",
+        Some(&ops_key),
+        r#"{"query":"port:443","limit":1}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(!body.contains("allowance"), "unlimited: {body}");
+    let (status, body) = http(
+        &server.address,
+        "POST",
+        "/v1/search",
+        Some("psk_wrong"),
+        r#"{"query":"port:443"}"#,
+    );
+    assert_eq!(status, 401, "{body}");
+
+    let lines = server.stop();
+    assert!(
+        lines.iter().any(|l| l.contains("shutting down")),
+        "{lines:?}"
+    );
+    // Log lines (everything but the announcement block) never carry a key.
+    for line in lines
+        .iter()
+        .filter(|l| l.contains(" INFO ") || l.contains(" WARN ") || l.contains(" ERROR "))
+    {
+        assert!(
+            !line.contains("psk_") && !line.contains("Bearer"),
+            "a key in a log line: {line}"
+        );
+    }
+
+    // A second start on the same directory serves what is there.
+    let again = Server::start(data, false);
+    assert!(again.key.is_none(), "no second demo key");
+    assert!(!again.seen.iter().any(|l| l.contains("generating")));
+    assert!(
+        again
+            .seen
+            .iter()
+            .any(|l| l.contains("loaded from its index file")),
+        "{:?}",
+        again.seen
+    );
+    let (status, body) = http(
+        &again.address,
+        "POST",
+        "/v1/search/count",
+        Some(&key),
+        r#"{"query":"port:22"}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    again.stop();
+}
