@@ -10,7 +10,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::ErrorCode;
-use crate::request::{IP, MAX_BODY_BYTES, Member, MemberKind, RESOLUTION, SEARCH_CURSOR};
+use crate::request::{IP, MAX_BODY_BYTES, Member, MemberKind, QUERY, RESOLUTION, SEARCH_CURSOR};
 use crate::response::DomainResolutionStatus;
 use crate::routes::{
     Body, Method, ROUTES, ROUTING_ERRORS, Route, member_violations, query_language_violations,
@@ -283,7 +283,14 @@ fn member_schema(m: &Member) -> Value {
     };
     s.insert("type".into(), ty);
     s.insert("description".into(), json!(m.description));
-    if *m == SEARCH_CURSOR {
+    if *m == QUERY {
+        // Queries every search route accepts, so tools that send documented examples (the
+        // schemathesis examples phase) exercise answered searches, not only refusals.
+        s.insert(
+            "examples".into(),
+            json!(["port:22", "port:443 protocol:https", "exploit:yes"]),
+        );
+    } else if *m == SEARCH_CURSOR {
         s.insert("pattern".into(), json!("^sc1_[A-Za-z0-9_-]{32}$"));
     } else if *m == RESOLUTION {
         s.insert("enum".into(), json!(["global", "regional", "local", null]));
