@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use sqlx::migrate::{MigrateError, Migration, MigrationSource, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 use sqlx::{ConnectOptions, Connection};
 
 use crate::error::{Result, StateError};
@@ -76,6 +78,12 @@ impl Db {
             // WAL lets readers run beside the one writer; writers queue on the lock for up
             // to WAIT instead of failing with SQLITE_BUSY.
             .journal_mode(SqliteJournalMode::Wal)
+            // In WAL mode NORMAL syncs at checkpoints, not at every commit: a process crash
+            // loses nothing and the file never corrupts; a power cut may lose the last
+            // commits. Every request of the search capability commits (its audit record), so
+            // FULL would put an fsync on every request. Deployments that need more use
+            // PostgreSQL.
+            .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(WAIT)
             .foreign_keys(true);
         // One direct connection first: an unreachable database fails at once with the
