@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use periscope_index::{
-    Count, Exposure, FacetStatus, Facets, HostDetail, HostResult, IndexError, ScanIndex,
-    SearchOutcome,
+    Count, Exposure, Facets, HostDetail, HostResult, IndexError, ScanIndex, SearchOutcome,
 };
 use periscope_model::Timestamp;
 use periscope_query::{
@@ -84,16 +83,6 @@ pub struct FacetsAnswer {
     pub query: FilterQuery,
     /// The six groups.
     pub facets: Facets,
-}
-
-impl FacetsAnswer {
-    /// Some group did not come back (`partial`).
-    pub fn partial(&self) -> bool {
-        self.facets
-            .groups
-            .iter()
-            .any(|g| g.status != FacetStatus::Available)
-    }
 }
 
 fn violation(field: &'static str, code: &'static str, detail: impl Into<String>) -> FieldViolation {
