@@ -10,8 +10,12 @@
 //! - A filter query intersects the postings of its service-level clauses (so every match is
 //!   one service), maps them to hosts, and intersects the host-level postings. Counts are
 //!   cardinalities; pages walk the host bitmap from the ordinal after `after`.
-//! - `facets`: per group, candidates from the matching services' columns, counts from
-//!   posting intersections.
+//! - Host postings of port, protocol, CVSS and exploit values (`ValueHosts`): a filter with
+//!   one service-level clause on those fields is their host bitmap (its count a
+//!   cardinality); with more service-level clauses, services are intersected as above.
+//! - `facets`: one walk over the match tallies every group without a clause of its own;
+//!   groups with one count from host postings or from a walk without that clause.
+//! - `exposure`: a place id per host (zoom-8 tile and country), one pass over the match.
 //! - `scans`: the domain-scan records by name (and parent domain) and by listed address.
 //!
 //! What is shown is not re-derived here: matching hosts become result records, evidence,
@@ -28,7 +32,8 @@
 //! observations), build a new index; [`crate::live::LiveIndex`] does that and swaps it in.
 //! **Index file** (`persist`): [`EmbeddedIndex::save`] and [`EmbeddedIndex::load`] keep a
 //! built index on disk so that a restart need not rebuild it.
-//! **Memory:** postings, per-service columns, ordinal maps and domain-scan lookups
+//! **Memory:** postings (service and host level), per-service columns, per-host place
+//! ids, ordinal maps and domain-scan lookups
 //! ([`EmbeddedIndex::stats`]); over the store, no host record stays in memory.
 
 mod exposure;
@@ -407,7 +412,7 @@ impl EmbeddedIndex {
                 None => owners.len(),
             };
         }
-        self.filter(clauses).0.len()
+        self.filter(clauses).len()
     }
 
     /// Calls `f(host, services)` for every host in `hosts` (every host when `None`) owning a
@@ -476,18 +481,19 @@ impl EmbeddedIndex {
         acc
     }
 
-    /// The hosts of a filter query and the services satisfying its service-level clauses.
-    fn filter(&self, clauses: &[Clause]) -> (RoaringBitmap, Option<RoaringBitmap>) {
-        let services = self.services_satisfying(clauses);
-        let mut hosts = match (&services, self.hosts_of_single(clauses)) {
-            (_, Some(owners)) => owners.into_owned(),
-            (Some(s), None) => self.hosts_of(s),
-            (None, None) => self.all_hosts(),
+    /// The hosts of a filter query.
+    fn filter(&self, clauses: &[Clause]) -> RoaringBitmap {
+        let mut hosts = match self.hosts_of_single(clauses) {
+            Some(owners) => owners.into_owned(),
+            None => match self.service_set(clauses) {
+                Some(s) => self.hosts_of(&s),
+                None => self.all_hosts(),
+            },
         };
         if let Some(h) = self.hosts_satisfying(clauses) {
             hosts &= h;
         }
-        (hosts, services)
+        hosts
     }
 
     fn select<'a>(&'a self, query: &'a Query, resolved: &[IpAddr]) -> Selection<'a> {
@@ -533,7 +539,7 @@ impl EmbeddedIndex {
                 }
             }
             Query::Filter(f) => {
-                let (hosts, _) = self.filter(f.clauses());
+                let hosts = self.filter(f.clauses());
                 Selection {
                     hosts,
                     evidence: filter_evidence(f),

@@ -79,7 +79,7 @@ fn own_group(
         && let Some(values) = value_hosts(index, field)
     {
         let hosts = index.hosts_satisfying(others.iter().copied());
-        let matching = matching.get_or_insert_with(|| index.filter(query.clauses()).0);
+        let matching = matching.get_or_insert_with(|| index.filter(query.clauses()));
         return from_host_postings(query, field, values, hosts.as_ref(), matching);
     }
     let mut tallies = tally(index, &others, Some(own), &[field]);
@@ -263,6 +263,41 @@ fn tally(
             (None, Some(cc)) => index.places.get(h as usize).and_then(|(_, c)| *c) == Some(cc),
             (None, None) => true,
         };
+        if let Some(t) = &mut country
+            && let Some(i) = index
+                .places
+                .get(h as usize)
+                .and_then(|(_, c)| *c)
+                .and_then(country_index)
+        {
+            t.add(i as u32, matches);
+        }
+        if let [s] = run {
+            // One service: its values are distinct already.
+            let s = *s as usize;
+            if let (Some(t), Some(p)) = (&mut port, columns.port.get(s)) {
+                t.add(u32::from(p.get()), matches);
+            }
+            if let (Some(t), Some(p)) = (&mut protocol, columns.protocol.get(s)) {
+                t.add(p.index() as u32, matches);
+            }
+            if let (Some(t), Some(b)) = (&mut band, columns.band.get(s))
+                && *b != NONE_U8
+            {
+                t.add(u32::from(*b), matches);
+            }
+            if let (Some(t), Some(e)) = (&mut exploit, columns.exploit.get(s))
+                && *e != NONE_U8
+            {
+                t.add(u32::from(*e), matches);
+            }
+            if let (Some(t), Some(title)) = (&mut titles, columns.title.get(s))
+                && *title != NONE_U32
+            {
+                t.add(std::slice::from_ref(title), matches);
+            }
+            return;
+        }
         let at = |s: &u32| *s as usize;
         if let Some(t) = &mut port {
             distinct(
@@ -301,15 +336,6 @@ fn tally(
                     .map(|e| u32::from(*e)),
             );
             buf.iter().for_each(|v| t.add(*v, matches));
-        }
-        if let Some(t) = &mut country
-            && let Some(i) = index
-                .places
-                .get(h as usize)
-                .and_then(|(_, c)| *c)
-                .and_then(country_index)
-        {
-            t.add(i as u32, matches);
         }
         if let Some(t) = &mut titles {
             distinct(
