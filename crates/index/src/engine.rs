@@ -10,8 +10,12 @@
 //! - A filter query intersects the postings of its service-level clauses (so every match is
 //!   one service), maps them to hosts, and intersects the host-level postings. Counts are
 //!   cardinalities; pages walk the host bitmap from the ordinal after `after`.
-//! - `facets`: per group, candidates from the matching services' columns, counts from
-//!   posting intersections.
+//! - Host postings of port, protocol, CVSS and exploit values (`ValueHosts`): a filter with
+//!   one service-level clause on those fields is their host bitmap (its count a
+//!   cardinality); with more service-level clauses, services are intersected as above.
+//! - `facets`: one walk over the match tallies every group without a clause of its own;
+//!   groups with one count from host postings or from a walk without that clause.
+//! - `exposure`: a place id per host (zoom-8 tile and country), one pass over the match.
 //! - `scans`: the domain-scan records by name (and parent domain) and by listed address.
 //!
 //! What is shown is not re-derived here: matching hosts become result records, evidence,
@@ -28,9 +32,11 @@
 //! observations), build a new index; [`crate::live::LiveIndex`] does that and swaps it in.
 //! **Index file** (`persist`): [`EmbeddedIndex::save`] and [`EmbeddedIndex::load`] keep a
 //! built index on disk so that a restart need not rebuild it.
-//! **Memory:** postings, per-service columns, ordinal maps and domain-scan lookups
+//! **Memory:** postings (service and host level), per-service columns, per-host place
+//! ids, ordinal maps and domain-scan lookups
 //! ([`EmbeddedIndex::stats`]); over the store, no host record stays in memory.
 
+mod exposure;
 mod facets;
 mod persist;
 mod postings;
@@ -53,14 +59,13 @@ use crate::api::{
     SearchPage, SearchRequest,
 };
 use crate::durable::{DurableStore, HostKey, StoreError, StoreSnapshot};
-use crate::reference::exposure::{Point, exposure_of};
 use crate::reference::matching::{
     Hit, HostView, asn_matches, domain_matches, organization_matches,
 };
 use crate::reference::{detail, records};
 use crate::store::{DomainScans, HostRecord, IndexConfig};
 
-use postings::{HostPostings, ServicePostings, intersect};
+use postings::{HostPostings, ServicePostings, ValueHosts, intersect};
 use scans::ScanRecords;
 
 /// Why an index could not be built.
@@ -120,6 +125,10 @@ pub struct EmbeddedIndex {
     places: Vec<(Option<Position>, Option<CountryCode>)>,
     services: ServicePostings,
     hosts: HostPostings,
+    /// Per port, protocol, CVSS tenths and exploit flag: the hosts holding it.
+    value_hosts: ValueHosts,
+    /// Host ordinal → place id (zoom-8 tile and country), for exposure.
+    place_ids: exposure::Places,
     scans: ScanRecords,
 }
 
@@ -136,8 +145,6 @@ enum Records {
 struct Selection<'a> {
     /// Matching host ordinals.
     hosts: RoaringBitmap,
-    /// Filter queries with service-level clauses: the services satisfying all of them.
-    services: Option<RoaringBitmap>,
     evidence: Evidence<'a>,
 }
 
@@ -208,6 +215,8 @@ impl EmbeddedIndex {
             places: Vec::new(),
             services: ServicePostings::default(),
             hosts: HostPostings::default(),
+            value_hosts: ValueHosts::default(),
+            place_ids: exposure::Places::default(),
             scans: ScanRecords::new(domains),
         };
         let mut previous: Option<u128> = None;
@@ -232,10 +241,11 @@ impl EmbeddedIndex {
             let end = u32::try_from(index.service_host.len()).map_err(|_| BuildError::TooLarge)?;
             index.service_start.push(end);
             index.hosts.add(host, &rec);
-            index.places.push((
-                rec.position.as_ref().map(|(p, _)| *p),
-                rec.location.as_ref().and_then(|(l, _)| l.country_code),
-            ));
+            index.value_hosts.add(host, rec.services.values());
+            let position = rec.position.as_ref().map(|(p, _)| *p);
+            let country = rec.location.as_ref().and_then(|(l, _)| l.country_code);
+            index.place_ids.add(position.as_ref(), country);
+            index.places.push((position, country));
             index.keys.push(key);
             if keep_records && let Records::Memory(records) = &mut index.records {
                 records.push(rec);
@@ -259,7 +269,11 @@ impl EmbeddedIndex {
         let ordinals = self.keys.len() * 16
             + (self.service_start.len() + self.service_host.len()) * 4
             + self.places.len() * size_of::<(Option<Position>, Option<CountryCode>)>();
-        let bytes = ordinals + self.services.heap_bytes() + self.hosts.heap_bytes();
+        let bytes = ordinals
+            + self.services.heap_bytes()
+            + self.hosts.heap_bytes()
+            + self.value_hosts.heap_bytes()
+            + self.place_ids.heap_bytes();
         EngineStats {
             hosts: self.keys.len() as u64,
             services: self.service_host.len() as u64,
@@ -353,6 +367,99 @@ impl EmbeddedIndex {
         Some(intersect(postings.iter().map(AsRef::as_ref).collect()))
     }
 
+    /// [`Self::services_satisfying`] without copying a single clause's posting.
+    fn service_set<'c>(
+        &self,
+        clauses: impl IntoIterator<Item = &'c Clause>,
+    ) -> Option<Cow<'_, RoaringBitmap>> {
+        let mut postings: Vec<Cow<'_, RoaringBitmap>> = clauses
+            .into_iter()
+            .filter(|c| c.is_service_level())
+            .map(|c| self.services.posting(c))
+            .collect();
+        match postings.len() {
+            0 => None,
+            1 => postings.pop(),
+            _ => Some(Cow::Owned(intersect(
+                postings.iter().map(AsRef::as_ref).collect(),
+            ))),
+        }
+    }
+
+    /// The hosts owning a service that satisfies the query's only service-level clause, from
+    /// the value's host postings; `None` when the query has another number of service-level
+    /// clauses or its clause's field has no host postings.
+    fn hosts_of_single<'c>(
+        &self,
+        clauses: impl IntoIterator<Item = &'c Clause>,
+    ) -> Option<Cow<'_, RoaringBitmap>> {
+        let mut service = clauses.into_iter().filter(|c| c.is_service_level());
+        let (Some(only), None) = (service.next(), service.next()) else {
+            return None;
+        };
+        self.value_hosts.hosts(only)
+    }
+
+    /// The number of hosts matching a filter query.
+    fn count_filter(&self, clauses: &[Clause]) -> u64 {
+        let hosts = self.hosts_satisfying(clauses);
+        if !clauses.iter().any(Clause::is_service_level) {
+            return hosts.map_or(u64::from(self.host_count()), |h| h.len());
+        }
+        if let Some(owners) = self.hosts_of_single(clauses) {
+            return match &hosts {
+                Some(h) => owners.intersection_len(h),
+                None => owners.len(),
+            };
+        }
+        self.filter(clauses).len()
+    }
+
+    /// Calls `f(host, services)` for every host in `hosts` (every host when `None`) owning a
+    /// service in `services` (any service when `None`), in host order, with its services
+    /// there, ascending.
+    fn for_each_host(
+        &self,
+        services: Option<&RoaringBitmap>,
+        hosts: Option<&RoaringBitmap>,
+        mut f: impl FnMut(u32, &[u32]),
+    ) {
+        let mut run: Vec<u32> = Vec::with_capacity(16);
+        let Some(services) = services else {
+            let mut each = |h: u32| {
+                run.clear();
+                run.extend(self.service_range(h));
+                f(h, &run);
+            };
+            match hosts {
+                Some(set) => set.iter().for_each(&mut each),
+                None => (0..self.host_count()).for_each(&mut each),
+            }
+            return;
+        };
+        let mut current = u32::MAX;
+        let mut keep = false;
+        for s in services {
+            let Some(h) = self.service_host.get(s as usize).copied() else {
+                break;
+            };
+            if h != current {
+                if keep && !run.is_empty() {
+                    f(current, &run);
+                }
+                run.clear();
+                current = h;
+                keep = hosts.is_none_or(|set| set.contains(h));
+            }
+            if keep {
+                run.push(s);
+            }
+        }
+        if keep && !run.is_empty() {
+            f(current, &run);
+        }
+    }
+
     /// The hosts satisfying every host-level clause among `clauses`; `None` when there is
     /// none.
     fn hosts_satisfying<'c>(
@@ -374,23 +481,24 @@ impl EmbeddedIndex {
         acc
     }
 
-    /// The hosts of a filter query and the services satisfying its service-level clauses.
-    fn filter(&self, clauses: &[Clause]) -> (RoaringBitmap, Option<RoaringBitmap>) {
-        let services = self.services_satisfying(clauses);
-        let mut hosts = match &services {
-            Some(s) => self.hosts_of(s),
-            None => self.all_hosts(),
+    /// The hosts of a filter query.
+    fn filter(&self, clauses: &[Clause]) -> RoaringBitmap {
+        let mut hosts = match self.hosts_of_single(clauses) {
+            Some(owners) => owners.into_owned(),
+            None => match self.service_set(clauses) {
+                Some(s) => self.hosts_of(&s),
+                None => self.all_hosts(),
+            },
         };
         if let Some(h) = self.hosts_satisfying(clauses) {
             hosts &= h;
         }
-        (hosts, services)
+        hosts
     }
 
     fn select<'a>(&'a self, query: &'a Query, resolved: &[IpAddr]) -> Selection<'a> {
         let bare = |hosts| Selection {
             hosts,
-            services: None,
             evidence: Evidence::None,
         };
         match query {
@@ -410,7 +518,6 @@ impl EmbeddedIndex {
             }
             Query::Asn(asn) => Selection {
                 hosts: self.hosts.asn(*asn).into_owned(),
-                services: None,
                 evidence: Evidence::Asn(*asn),
             },
             Query::Domain(name) => {
@@ -424,7 +531,6 @@ impl EmbeddedIndex {
                 hosts.extend(listed.keys().filter_map(|key| self.ordinal_of(*key)));
                 Selection {
                     hosts,
-                    services: None,
                     evidence: Evidence::Domain {
                         name,
                         resolved,
@@ -433,10 +539,9 @@ impl EmbeddedIndex {
                 }
             }
             Query::Filter(f) => {
-                let (hosts, services) = self.filter(f.clauses());
+                let hosts = self.filter(f.clauses());
                 Selection {
                     hosts,
-                    services,
                     evidence: filter_evidence(f),
                 }
             }
@@ -555,7 +660,6 @@ impl ScanIndex for EmbeddedIndex {
             let (page, has_more) = self.page_of_services(&services, hosts.as_ref(), start, limit);
             let selection = Selection {
                 hosts: RoaringBitmap::new(),
-                services: Some(services),
                 evidence: filter_evidence(f),
             };
             let mut rows = Vec::with_capacity(page.len());
@@ -585,6 +689,9 @@ impl ScanIndex for EmbeddedIndex {
     }
 
     fn count(&self, query: &Query, _now: Timestamp) -> Result<Count, IndexError> {
+        if let Query::Filter(f) = query {
+            return Ok(Count::exact(self.count_filter(f.clauses())));
+        }
         Ok(Count::exact(self.select(query, &[]).hosts.len()))
     }
 
@@ -598,21 +705,23 @@ impl ScanIndex for EmbeddedIndex {
         resolution: Resolution,
         _now: Timestamp,
     ) -> Result<Exposure, IndexError> {
+        let mut exposed = exposure::Exposed::new(&self.place_ids, &self.places, resolution);
+        // A filter naming a service: one walk over its services, host by host.
+        if let Query::Filter(f) = query
+            && let Some(services) = self.service_set(f.clauses())
+        {
+            let hosts = self.hosts_satisfying(f.clauses());
+            self.for_each_host(Some(&services), hosts.as_ref(), |h, run| {
+                exposed.add(h, run.len() as u64);
+            });
+            return Ok(exposed.finish());
+        }
         let selection = self.select(query, &[]);
-        let points = selection.hosts.iter().filter_map(|h| {
-            let (position, country) = self.places.get(h as usize).copied()?;
+        for h in &selection.hosts {
             let range = self.service_range(h);
-            let services = match &selection.services {
-                Some(s) => s.range_cardinality(range),
-                None => u64::from(range.end - range.start),
-            };
-            Some(Point {
-                position,
-                country,
-                services,
-            })
-        });
-        Ok(exposure_of(points, resolution))
+            exposed.add(h, u64::from(range.end - range.start));
+        }
+        Ok(exposed.finish())
     }
 
     fn domain_scans_of_name(&self, name: &DomainName) -> Result<Vec<DomainScan>, IndexError> {

@@ -1,12 +1,31 @@
-//! Facets from bitmaps. Per group: the query's other clauses give a service set (their
-//! service-level postings intersected) and a host set (their host-level postings); candidate
-//! values are read from the columns of the matching hosts' services in that service set (or
-//! the matching hosts' countries); a value's count is the cardinality of
-//! `hosts(value's posting ∩ service set) ∩ host set`. Ordering, the selected value and the
-//! cap come from the reference's [`group_of`], so only the sets are computed here.
+//! Facets from bitmaps and one pass per distinct set of "other clauses".
+//!
+//! A group's values are counted against the query's *other* clauses (those not on the
+//! group's field). Every group without a clause of its own in the query has the same other
+//! clauses — the whole query — so one walk over the query's matching hosts and their
+//! services satisfying the service-level clauses tallies all of them at once: per host, its
+//! distinct port, protocol, product title, CVSS band and exploit flag among those services,
+//! and its country. A host counts once per value; the values seen are the candidates.
+//!
+//! A group with a clause of its own in the query is counted without that clause:
+//! - when the other clauses name no service, a value's count is the cardinality of its host
+//!   postings (port, protocol, CVSS band, exploit, country) intersected with the other
+//!   clauses' hosts, and a value is a candidate when its hosts meet the query's matches;
+//!   values are tried in the group's order (count descending, value ascending), so only
+//!   about as many as the group shows are tested;
+//! - otherwise (and for products), one walk as above over the other clauses' services,
+//!   noting which hosts match the whole query (their values are the candidates).
+//!
+//! A product value counts a host when one of its titles holds every word of the value's
+//! phrase (the clause's rule), not only when the title is equal: per host the walk records
+//! its distinct titles; a value's count sums the hosts whose titles meet the titles holding
+//! its words (the title-word index). Ordering, the selected value and the cap come from the
+//! reference's [`group_of`], so only the sets are computed here.
 
-use std::collections::BTreeSet;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use periscope_model::{CountryCode, Port, ProtocolToken};
 use periscope_query::{Clause, FilterQuery};
 use roaring::RoaringBitmap;
 
@@ -14,122 +33,454 @@ use super::EmbeddedIndex;
 use super::postings::{NONE_U8, NONE_U32};
 use crate::api::{FacetField, FacetGroup, Facets};
 use crate::reference::facets::{Value, clauses_of, group_of, query_field};
+use crate::reference::matching::words;
 
 /// The six groups for `query`.
 pub(super) fn facets(index: &EmbeddedIndex, query: &FilterQuery) -> Facets {
-    let (matching, _) = index.filter(query.clauses());
-    Facets {
-        groups: FacetField::ALL
-            .into_iter()
-            .map(|field| group(index, query, field, &matching))
-            .collect(),
-    }
+    let clauses = query.clauses();
+    let shared: Vec<FacetField> = FacetField::ALL
+        .into_iter()
+        .filter(|f| query.get(query_field(*f)).is_none())
+        .collect();
+    let mut tallies = if shared.is_empty() {
+        HashMap::new()
+    } else {
+        let all: Vec<&Clause> = clauses.iter().collect();
+        tally(index, &all, None, &shared)
+    };
+    let mut matching: Option<RoaringBitmap> = None;
+    let groups = FacetField::ALL
+        .into_iter()
+        .map(|field| match query.get(query_field(field)) {
+            None => {
+                let counted = tallies.remove(&field).unwrap_or_default();
+                group_of(query, field, &counted.clauses, |v| counted.count(v))
+            }
+            Some(own) => own_group(index, query, field, own, &mut matching),
+        })
+        .collect();
+    Facets { groups }
 }
 
-fn group(
+/// The group of a field the query has a clause on.
+fn own_group(
     index: &EmbeddedIndex,
     query: &FilterQuery,
     field: FacetField,
-    matching: &RoaringBitmap,
+    own: &Clause,
+    matching: &mut Option<RoaringBitmap>,
 ) -> FacetGroup {
-    let own = query_field(field);
     let others: Vec<&Clause> = query
         .clauses()
         .iter()
-        .filter(|c| c.field() != own)
+        .filter(|c| c.field() != query_field(field))
         .collect();
-    let services = index.services_satisfying(others.iter().copied());
-    let hosts = index.hosts_satisfying(others.iter().copied());
-    let clauses = clauses_of(candidates(index, field, matching, services.as_ref()));
-    if field == FacetField::Country {
-        // Hosts matching every other clause; each counts for its own country.
-        let mut base = match &services {
-            Some(s) => index.hosts_of(s),
-            None => index.all_hosts(),
-        };
-        if let Some(h) = &hosts {
-            base &= h;
-        }
-        return group_of(query, field, &clauses, |value| match value {
-            Value::Country(cc) => index.hosts.country(*cc).intersection_len(&base),
-            _ => 0,
-        });
+    if !others.iter().any(|c| c.is_service_level())
+        && let Some(values) = value_hosts(index, field)
+    {
+        let hosts = index.hosts_satisfying(others.iter().copied());
+        let matching = matching.get_or_insert_with(|| index.filter(query.clauses()));
+        return from_host_postings(query, field, values, hosts.as_ref(), matching);
     }
-    group_of(query, field, &clauses, |value| {
-        let Some(clause) = clauses.get(value) else {
-            return 0;
-        };
-        let mut with_value = index.services.posting(clause).into_owned();
-        if let Some(s) = &services {
-            with_value &= s;
-        }
-        let owners = index.hosts_of(&with_value);
-        match &hosts {
-            Some(h) => owners.intersection_len(h),
-            None => owners.len(),
-        }
+    let mut tallies = tally(index, &others, Some(own), &[field]);
+    let counted = tallies.remove(&field).unwrap_or_default();
+    group_of(query, field, &counted.clauses, |v| counted.count(v))
+}
+
+/// Per value of a field with host postings, its hosts.
+fn value_hosts(index: &EmbeddedIndex, field: FacetField) -> Option<Vec<(Value, &RoaringBitmap)>> {
+    let v = &index.value_hosts;
+    let nonempty = |(_, b): &(Value, &RoaringBitmap)| !b.is_empty();
+    Some(match field {
+        FacetField::Port => v.ports().map(|(p, b)| (Value::Port(p), b)).collect(),
+        FacetField::Protocol => ProtocolToken::all()
+            .zip(v.protocols())
+            .map(|(t, b)| (Value::Protocol(t), b))
+            .filter(nonempty)
+            .collect(),
+        FacetField::Cvss => v
+            .bands()
+            .iter()
+            .enumerate()
+            .map(|(band, b)| (Value::Cvss(band), b))
+            .filter(nonempty)
+            .collect(),
+        FacetField::Exploit => [false, true]
+            .into_iter()
+            .zip(v.exploit())
+            .map(|(flag, b)| (Value::Exploit(flag), b))
+            .filter(nonempty)
+            .collect(),
+        FacetField::Country => index
+            .hosts
+            .countries()
+            .map(|(cc, b)| (Value::Country(cc), b))
+            .collect(),
+        FacetField::Product => return None,
     })
 }
 
-/// The group's values among the matching hosts: their countries, or the values of their
-/// services that satisfy the other service-level clauses.
-fn candidates(
-    index: &EmbeddedIndex,
+/// A group whose other clauses name no service: counts from host postings, candidates
+/// tested in the group's order until the group is full.
+fn from_host_postings(
+    query: &FilterQuery,
     field: FacetField,
+    values: Vec<(Value, &RoaringBitmap)>,
+    hosts: Option<&RoaringBitmap>,
     matching: &RoaringBitmap,
-    services: Option<&RoaringBitmap>,
-) -> BTreeSet<Value> {
-    if field == FacetField::Country {
-        return matching
-            .iter()
-            .filter_map(|h| index.places.get(h as usize).and_then(|(_, cc)| *cc))
-            .map(Value::Country)
-            .collect();
+) -> FacetGroup {
+    let selected = query.get(query_field(field));
+    let mut counted: Vec<(Value, &RoaringBitmap, u64)> = values
+        .into_iter()
+        .map(|(v, b)| {
+            let n = hosts.map_or_else(|| b.len(), |h| b.intersection_len(h));
+            (v, b, n)
+        })
+        .filter(|(_, _, n)| *n > 0)
+        .collect();
+    counted.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    let mut chosen: BTreeMap<Value, Clause> = BTreeMap::new();
+    let mut counts: BTreeMap<Value, u64> = BTreeMap::new();
+    let mut others = 0;
+    for (value, b, n) in counted {
+        let Some(clause) = value.clause() else {
+            continue;
+        };
+        let is_selected = selected == Some(&clause);
+        if (is_selected || others < MAX_VALUES) && !b.is_disjoint(matching) {
+            others += usize::from(!is_selected);
+            counts.insert(value.clone(), n);
+            chosen.insert(value, clause);
+        }
     }
+    group_of(query, field, &chosen, |v| {
+        counts.get(v).copied().unwrap_or(0)
+    })
+}
+
+/// At most this many values per group (the reference's cap; more candidates are never
+/// needed when candidates are tried in the group's order).
+const MAX_VALUES: usize = 5;
+
+/// The candidates and counts of one group.
+#[derive(Default)]
+struct Counted {
+    clauses: BTreeMap<Value, Clause>,
+    counts: BTreeMap<Value, u64>,
+}
+
+impl Counted {
+    fn count(&self, v: &Value) -> u64 {
+        self.counts.get(v).copied().unwrap_or(0)
+    }
+}
+
+/// Countries as a dense index (`AA` = 0 … `ZZ` = 675).
+const COUNTRIES: usize = 26 * 26;
+
+fn country_index(cc: CountryCode) -> Option<usize> {
+    match cc.as_str().as_bytes() {
+        [a, b] if a.is_ascii_uppercase() && b.is_ascii_uppercase() => {
+            Some(usize::from(a - b'A') * 26 + usize::from(b - b'A'))
+        }
+        _ => None,
+    }
+}
+
+fn country_of_index(i: usize) -> Option<CountryCode> {
+    let a = u8::try_from(i / 26).ok()? + b'A';
+    let b = u8::try_from(i % 26).ok()? + b'A';
+    CountryCode::parse(std::str::from_utf8(&[a, b]).ok()?).ok()
+}
+
+/// Per raw value of one field: hosts counted, and whether a matching host holds it.
+struct Tally {
+    counts: Vec<u64>,
+    candidate: Vec<bool>,
+}
+
+impl Tally {
+    fn new(size: usize) -> Self {
+        Self {
+            counts: vec![0; size],
+            candidate: vec![false; size],
+        }
+    }
+
+    fn add(&mut self, raw: u32, matches: bool) {
+        if let Some(n) = self.counts.get_mut(raw as usize) {
+            *n += 1;
+        }
+        if matches && let Some(c) = self.candidate.get_mut(raw as usize) {
+            *c = true;
+        }
+    }
+}
+
+/// Distinct values of one host, kept in a small buffer.
+fn distinct(buf: &mut Vec<u32>, values: impl Iterator<Item = u32>) {
+    buf.clear();
+    for v in values {
+        if !buf.contains(&v) {
+            buf.push(v);
+        }
+    }
+}
+
+/// One walk over the hosts satisfying every host-level clause of `clauses` that own a
+/// service satisfying every service-level one (any service when there is none), tallying
+/// `fields` over those services. With `own`, only hosts also satisfying `own` (on one of
+/// those services, for a service-level `own`) give candidates; without, every host walked
+/// does.
+fn tally(
+    index: &EmbeddedIndex,
+    clauses: &[&Clause],
+    own: Option<&Clause>,
+    fields: &[FacetField],
+) -> HashMap<FacetField, Counted> {
+    let services = index.service_set(clauses.iter().copied());
+    let hosts = index.hosts_satisfying(clauses.iter().copied());
+    let own_services: Option<Cow<'_, RoaringBitmap>> = own
+        .filter(|c| c.is_service_level())
+        .map(|c| index.services.posting(c));
+    let own_country = match own {
+        Some(Clause::Country(cc)) => Some(*cc),
+        _ => None,
+    };
     let columns = &index.services.columns;
-    // Distinct raw column values first, turned into values once.
-    let mut raw: BTreeSet<u32> = BTreeSet::new();
-    for h in matching {
-        for s in index.service_range(h) {
-            if services.is_some_and(|set| !set.contains(s)) {
-                continue;
+    let wants = |f: FacetField| fields.contains(&f);
+    let mut port = wants(FacetField::Port).then(|| Tally::new(1 << 16));
+    let mut protocol =
+        wants(FacetField::Protocol).then(|| Tally::new(ProtocolToken::all().count()));
+    let mut band = wants(FacetField::Cvss).then(|| Tally::new(4));
+    let mut exploit = wants(FacetField::Exploit).then(|| Tally::new(2));
+    let mut country = wants(FacetField::Country).then(|| Tally::new(COUNTRIES));
+    let mut titles = wants(FacetField::Product).then(|| Titles::new(columns.titles.len()));
+    let mut buf: Vec<u32> = Vec::with_capacity(16);
+    index.for_each_host(services.as_deref(), hosts.as_ref(), |h, run| {
+        let matches = match (&own_services, own_country) {
+            (Some(p), _) => run.iter().any(|s| p.contains(*s)),
+            (None, Some(cc)) => index.places.get(h as usize).and_then(|(_, c)| *c) == Some(cc),
+            (None, None) => true,
+        };
+        if let Some(t) = &mut country
+            && let Some(i) = index
+                .places
+                .get(h as usize)
+                .and_then(|(_, c)| *c)
+                .and_then(country_index)
+        {
+            t.add(i as u32, matches);
+        }
+        if let [s] = run {
+            // One service: its values are distinct already.
+            let s = *s as usize;
+            if let (Some(t), Some(p)) = (&mut port, columns.port.get(s)) {
+                t.add(u32::from(p.get()), matches);
             }
-            let s = s as usize;
-            let value = match field {
-                FacetField::Port => columns.port.get(s).map(|p| u32::from(p.get())),
-                FacetField::Protocol => columns.protocol.get(s).map(|t| t.index() as u32),
-                FacetField::Product => columns.title.get(s).copied().filter(|t| *t != NONE_U32),
-                FacetField::Cvss => columns
-                    .band
-                    .get(s)
+            if let (Some(t), Some(p)) = (&mut protocol, columns.protocol.get(s)) {
+                t.add(p.index() as u32, matches);
+            }
+            if let (Some(t), Some(b)) = (&mut band, columns.band.get(s))
+                && *b != NONE_U8
+            {
+                t.add(u32::from(*b), matches);
+            }
+            if let (Some(t), Some(e)) = (&mut exploit, columns.exploit.get(s))
+                && *e != NONE_U8
+            {
+                t.add(u32::from(*e), matches);
+            }
+            if let (Some(t), Some(title)) = (&mut titles, columns.title.get(s))
+                && *title != NONE_U32
+            {
+                t.add(std::slice::from_ref(title), matches);
+            }
+            return;
+        }
+        let at = |s: &u32| *s as usize;
+        if let Some(t) = &mut port {
+            distinct(
+                &mut buf,
+                run.iter()
+                    .filter_map(|s| columns.port.get(at(s)))
+                    .map(|p| u32::from(p.get())),
+            );
+            buf.iter().for_each(|v| t.add(*v, matches));
+        }
+        if let Some(t) = &mut protocol {
+            distinct(
+                &mut buf,
+                run.iter()
+                    .filter_map(|s| columns.protocol.get(at(s)))
+                    .map(|p| p.index() as u32),
+            );
+            buf.iter().for_each(|v| t.add(*v, matches));
+        }
+        if let Some(t) = &mut band {
+            distinct(
+                &mut buf,
+                run.iter()
+                    .filter_map(|s| columns.band.get(at(s)))
                     .filter(|b| **b != NONE_U8)
                     .map(|b| u32::from(*b)),
-                FacetField::Exploit => columns
-                    .exploit
-                    .get(s)
+            );
+            buf.iter().for_each(|v| t.add(*v, matches));
+        }
+        if let Some(t) = &mut exploit {
+            distinct(
+                &mut buf,
+                run.iter()
+                    .filter_map(|s| columns.exploit.get(at(s)))
                     .filter(|e| **e != NONE_U8)
                     .map(|e| u32::from(*e)),
-                FacetField::Country => None,
-            };
-            raw.extend(value);
+            );
+            buf.iter().for_each(|v| t.add(*v, matches));
         }
+        if let Some(t) = &mut titles {
+            distinct(
+                &mut buf,
+                run.iter()
+                    .filter_map(|s| columns.title.get(at(s)).copied())
+                    .filter(|t| *t != NONE_U32),
+            );
+            buf.sort_unstable();
+            t.add(&buf, matches);
+        }
+    });
+    let mut out = HashMap::new();
+    let mut put =
+        |field: FacetField, tally: Option<Tally>, value: &dyn Fn(usize) -> Option<Value>| {
+            let Some(tally) = tally else {
+                return;
+            };
+            let candidates: BTreeSet<Value> = tally
+                .candidate
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c)
+                .filter_map(|(i, _)| value(i))
+                .collect();
+            let mut counts = BTreeMap::new();
+            for v in &candidates {
+                let raw = match v {
+                    Value::Port(p) => usize::from(p.get()),
+                    Value::Protocol(t) => t.index(),
+                    Value::Cvss(b) => *b,
+                    Value::Exploit(e) => usize::from(*e),
+                    Value::Country(cc) => country_index(*cc).unwrap_or(usize::MAX),
+                    Value::Product(_) => usize::MAX,
+                };
+                counts.insert(v.clone(), tally.counts.get(raw).copied().unwrap_or(0));
+            }
+            out.insert(
+                field,
+                Counted {
+                    clauses: clauses_of(candidates),
+                    counts,
+                },
+            );
+        };
+    put(FacetField::Port, port, &|i| {
+        Some(Value::Port(Port::new(u16::try_from(i).ok()?).ok()?))
+    });
+    put(FacetField::Protocol, protocol, &|i| {
+        ProtocolToken::all().nth(i).map(Value::Protocol)
+    });
+    put(FacetField::Cvss, band, &|i| Some(Value::Cvss(i)));
+    put(FacetField::Exploit, exploit, &|i| {
+        Some(Value::Exploit(i == 1))
+    });
+    put(FacetField::Country, country, &|i| {
+        country_of_index(i).map(Value::Country)
+    });
+    if let Some(t) = titles {
+        out.insert(FacetField::Product, t.finish(index));
     }
-    raw.into_iter()
-        .filter_map(|v| value_of(index, field, v))
-        .collect()
+    out
 }
 
-/// The facet value of a raw column value.
-fn value_of(index: &EmbeddedIndex, field: FacetField, raw: u32) -> Option<Value> {
-    let columns = &index.services.columns;
-    Some(match field {
-        FacetField::Port => Value::Port(periscope_model::Port::new(u16::try_from(raw).ok()?).ok()?),
-        FacetField::Protocol => {
-            Value::Protocol(periscope_model::ProtocolToken::all().nth(raw as usize)?)
+/// The product group's walk: per host its distinct titles.
+struct Titles {
+    /// Hosts with exactly one title, by title id.
+    single: Vec<u64>,
+    /// Hosts with several titles, by their sorted title ids.
+    several: HashMap<Vec<u32>, u64>,
+    /// Titles held by a host matching the whole query.
+    candidate: Vec<bool>,
+}
+
+impl Titles {
+    fn new(titles: usize) -> Self {
+        Self {
+            single: vec![0; titles],
+            several: HashMap::new(),
+            candidate: vec![false; titles],
         }
-        FacetField::Product => Value::Product(columns.titles.get(raw as usize)?.to_string()),
-        FacetField::Cvss => Value::Cvss(raw as usize),
-        FacetField::Exploit => Value::Exploit(raw == 1),
-        FacetField::Country => return None,
-    })
+    }
+
+    /// Counts a host with `titles` (distinct, sorted).
+    fn add(&mut self, titles: &[u32], matches: bool) {
+        match titles {
+            [] => {}
+            [one] => {
+                if let Some(n) = self.single.get_mut(*one as usize) {
+                    *n += 1;
+                }
+            }
+            many => *self.several.entry(many.to_vec()).or_default() += 1,
+        }
+        if matches {
+            for t in titles {
+                if let Some(c) = self.candidate.get_mut(*t as usize) {
+                    *c = true;
+                }
+            }
+        }
+    }
+
+    /// Candidates and counts: a value counts the hosts holding a title with every word of
+    /// its phrase.
+    fn finish(self, index: &EmbeddedIndex) -> Counted {
+        let columns = &index.services.columns;
+        let candidates: BTreeSet<Value> = self
+            .candidate
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c)
+            .filter_map(|(i, _)| columns.titles.get(i))
+            .map(|t| Value::Product(t.to_string()))
+            .collect();
+        // Title → the several-title sets holding it.
+        let mut sets_of: HashMap<u32, Vec<usize>> = HashMap::new();
+        let several: Vec<(&Vec<u32>, u64)> = self.several.iter().map(|(k, n)| (k, *n)).collect();
+        for (i, (set, _)) in several.iter().enumerate() {
+            for t in *set {
+                sets_of.entry(*t).or_default().push(i);
+            }
+        }
+        let clauses = clauses_of(candidates);
+        let mut counts = BTreeMap::new();
+        let mut seen: Vec<usize> = vec![usize::MAX; several.len()];
+        for (stamp, (value, clause)) in clauses.iter().enumerate() {
+            let Clause::Product(phrase) = clause else {
+                continue;
+            };
+            let holding = columns.titles_with(&words(phrase.as_str()));
+            let mut n = 0;
+            for t in &holding {
+                n += self.single.get(t as usize).copied().unwrap_or(0);
+                for set in sets_of.get(&t).into_iter().flatten() {
+                    if let Some(mark) = seen.get_mut(*set)
+                        && *mark != stamp
+                    {
+                        *mark = stamp;
+                        n += several.get(*set).map_or(0, |(_, k)| *k);
+                    }
+                }
+            }
+            counts.insert(value.clone(), n);
+        }
+        Counted { clauses, counts }
+    }
 }

@@ -4,7 +4,8 @@
 //!
 //! Layout (little-endian): the magic `PSCPIDX\0`, [`FORMAT_VERSION`], the store generation it
 //! was built from, the build time, the two settings that shape an index, then the ordinal
-//! maps, places, service postings and columns, host postings — in the order
+//! maps, places, service postings and columns, host postings, the per-value host postings of
+//! port, protocol, CVSS and exploit, and the exposure place ids — in the order
 //! [`EmbeddedIndex::save`] writes them — and last a 64-bit checksum of every byte before it.
 //! Bitmaps are roaring's portable serialization. The domain-scan lookups are not in the file:
 //! they are rebuilt from the store snapshot, which is small.
@@ -34,7 +35,7 @@ use crate::store::IndexConfig;
 
 const MAGIC: &[u8; 8] = b"PSCPIDX\0";
 /// The layout written and the only one read.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Why an index file was not used.
 #[derive(Debug, thiserror::Error)]
@@ -358,7 +359,9 @@ impl EmbeddedIndex {
             }
         }
         self.services.write(w)?;
-        self.hosts.write(w)
+        self.hosts.write(w)?;
+        self.value_hosts.write(w)?;
+        self.place_ids.write(w)
     }
 
     /// Loads the index file at `path` built from `snapshot` with `config`; see the module
@@ -442,6 +445,8 @@ impl EmbeddedIndex {
         })?;
         let service_postings = super::postings::ServicePostings::read(&mut r, services)?;
         let host_postings = super::postings::HostPostings::read(&mut r, hosts)?;
+        let value_hosts = super::postings::ValueHosts::read(&mut r, hosts)?;
+        let place_ids = super::exposure::Places::read(&mut r, &places)?;
         let computed = r.sum.finish();
         let stored = u64::from_le_bytes(r.array::<8>()?);
         if computed != stored {
@@ -462,6 +467,8 @@ impl EmbeddedIndex {
             places,
             services: service_postings,
             hosts: host_postings,
+            value_hosts,
+            place_ids,
             scans,
         })
     }

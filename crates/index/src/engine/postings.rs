@@ -60,6 +60,8 @@ pub(super) struct ServiceColumns {
     /// The distinct product titles.
     pub titles: Vec<Box<str>>,
     title_ids: HashMap<Box<str>, u32>,
+    /// Per lowercased word: the titles (ids) holding it (derived from `titles`).
+    pub title_words: HashMap<Box<str>, RoaringBitmap>,
     /// CVSS band of the maximum score (facets' band index), or [`NONE_U8`].
     pub band: Vec<u8>,
     /// Exploit flag (0 or 1) of the vulnerability summary, or [`NONE_U8`] without one.
@@ -177,7 +179,8 @@ impl ServicePostings {
     pub fn heap_bytes(&self) -> usize {
         let c = &self.columns;
         let columns = c.port.len() * (size_of::<Port>() + 1 + 4 + 1 + 1)
-            + c.titles.iter().map(|t| 2 * t.len() + 40).sum::<usize>();
+            + c.titles.iter().map(|t| 2 * t.len() + 40).sum::<usize>()
+            + map_bytes(&c.title_words);
         columns
             + map_bytes(&self.port)
             + self.protocol.iter().map(bitmap_bytes).sum::<usize>()
@@ -272,6 +275,16 @@ impl ServicePostings {
             .enumerate()
             .map(|(i, t)| (t.clone(), u32::try_from(i).unwrap_or(NONE_U32)))
             .collect();
+        let mut title_words = HashMap::new();
+        for (i, t) in titles.iter().enumerate() {
+            for word in words(t) {
+                insert(
+                    &mut title_words,
+                    word.into_boxed_str(),
+                    u32::try_from(i).unwrap_or(NONE_U32),
+                );
+            }
+        }
         Ok(Self {
             port,
             protocol,
@@ -287,6 +300,7 @@ impl ServicePostings {
                 title,
                 titles,
                 title_ids,
+                title_words,
                 band,
                 exploit: exploit_column,
             },
@@ -302,7 +316,23 @@ impl ServiceColumns {
         let id = u32::try_from(self.titles.len()).unwrap_or(NONE_U32);
         self.titles.push(title.into());
         self.title_ids.insert(title.into(), id);
+        for word in words(title) {
+            insert(&mut self.title_words, word.into_boxed_str(), id);
+        }
         id
+    }
+
+    /// The titles (ids) holding every one of `wanted` (none when `wanted` is empty): the
+    /// titles whose services a product phrase of these words matches.
+    pub fn titles_with(&self, wanted: &[String]) -> RoaringBitmap {
+        let postings: Option<Vec<&RoaringBitmap>> = wanted
+            .iter()
+            .map(|w| self.title_words.get(w.as_str()))
+            .collect();
+        match postings {
+            Some(p) if !p.is_empty() => intersect(p),
+            _ => RoaringBitmap::new(),
+        }
     }
 }
 
@@ -311,6 +341,161 @@ fn certificate_name_eligible(s: &StoredService) -> bool {
     s.protocol.entry().tls
         && s.status == periscope_model::observation::ScanStatus::Completed
         && s.error.is_none()
+}
+
+/// Host-level postings of the service-level values that have few distinct values (port,
+/// protocol, CVSS tenths, exploit flag): per value, the hosts with at least one current
+/// service holding it. A query with exactly one service-level clause on one of these fields
+/// matches exactly these hosts (one service suffices), so its count is a cardinality; with
+/// more service-level clauses they are only an upper bound and are not used as an answer.
+#[derive(Debug, Default)]
+pub(super) struct ValueHosts {
+    port: HashMap<Port, RoaringBitmap>,
+    /// By protocol-registry index.
+    protocol: Vec<RoaringBitmap>,
+    /// By maximum CVSS in tenths, 0..=100.
+    cvss: Vec<RoaringBitmap>,
+    /// By facets' CVSS band of the maximum score.
+    band: [RoaringBitmap; 4],
+    /// Index 0: exploit flag false; 1: true.
+    exploit: [RoaringBitmap; 2],
+}
+
+impl ValueHosts {
+    /// Records host `ordinal` with its current services (each value once per host is
+    /// enough; repeats are harmless).
+    pub fn add<'s>(&mut self, ordinal: u32, services: impl IntoIterator<Item = &'s StoredService>) {
+        for s in services {
+            push(self.port.entry(s.port).or_default(), ordinal);
+            let protocol = s.protocol.index();
+            if self.protocol.len() <= protocol {
+                self.protocol.resize_with(protocol + 1, RoaringBitmap::new);
+            }
+            push(&mut self.protocol[protocol], ordinal);
+            if let Some(v) = &s.vulnerabilities {
+                if let Some(score) = v.max_cvss {
+                    let tenths = usize::from(score.tenths());
+                    if self.cvss.len() <= tenths {
+                        self.cvss.resize_with(tenths + 1, RoaringBitmap::new);
+                    }
+                    push(&mut self.cvss[tenths], ordinal);
+                    if let Some(band) = crate::reference::facets::band_of(score.tenths())
+                        .and_then(|b| self.band.get_mut(b))
+                    {
+                        push(band, ordinal);
+                    }
+                }
+                push(&mut self.exploit[usize::from(v.has_exploits)], ordinal);
+            }
+        }
+    }
+
+    /// The hosts with a service satisfying `clause`, when the clause is on one of the fields
+    /// kept here; `None` otherwise.
+    pub fn hosts(&self, clause: &Clause) -> Option<Cow<'_, RoaringBitmap>> {
+        Some(match clause {
+            Clause::Port(p) => borrowed_or_empty(self.port.get(p)),
+            Clause::Protocol(t) => borrowed_or_empty(self.protocol.get(t.index())),
+            Clause::Exploit(flag) => Cow::Borrowed(&self.exploit[usize::from(*flag)]),
+            Clause::Cvss(range) => {
+                let low = usize::from(range.min().tenths());
+                let high = usize::from(range.max().tenths());
+                let parts: Vec<&RoaringBitmap> = self
+                    .cvss
+                    .iter()
+                    .enumerate()
+                    .filter(|(tenths, b)| (low..=high).contains(tenths) && !b.is_empty())
+                    .map(|(_, b)| b)
+                    .collect();
+                match parts.as_slice() {
+                    [] => Cow::Owned(RoaringBitmap::new()),
+                    [one] => Cow::Borrowed(*one),
+                    many => Cow::Owned(many.iter().fold(RoaringBitmap::new(), |acc, b| acc | *b)),
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    /// Per port, the hosts holding it.
+    pub fn ports(&self) -> impl Iterator<Item = (Port, &RoaringBitmap)> {
+        self.port.iter().map(|(p, b)| (*p, b))
+    }
+
+    /// Per protocol-registry index, the hosts holding it.
+    pub fn protocols(&self) -> &[RoaringBitmap] {
+        &self.protocol
+    }
+
+    /// Per CVSS band, the hosts holding it.
+    pub fn bands(&self) -> &[RoaringBitmap; 4] {
+        &self.band
+    }
+
+    /// Per exploit flag, the hosts holding it.
+    pub fn exploit(&self) -> &[RoaringBitmap; 2] {
+        &self.exploit
+    }
+
+    /// Writes the postings (the index file; see `persist`).
+    pub fn write<W: std::io::Write>(&self, w: &mut Writer<W>) -> std::io::Result<()> {
+        w.map(&self.port, |w, p| w.u16(p.get()))?;
+        w.bitmaps(self.protocol.iter())?;
+        w.bitmaps(self.cvss.iter())?;
+        w.bitmaps(self.band.iter())?;
+        w.bitmaps(self.exploit.iter())
+    }
+
+    /// Reads what [`Self::write`] wrote, for `hosts` hosts.
+    pub fn read<R: std::io::Read>(r: &mut Reader<R>, hosts: usize) -> Result<Self, LoadError> {
+        let bad = |what: &str| LoadError::Corrupt(what.to_owned());
+        let port = r.map("port hosts", |r| {
+            Port::new(r.u16()?).map_err(|_| bad("a port key"))
+        })?;
+        let protocol = r.bitmaps("protocol hosts")?;
+        if protocol.len() > periscope_model::ProtocolToken::all().count() {
+            return Err(bad("more protocol hosts than protocols"));
+        }
+        let cvss = r.bitmaps("CVSS hosts")?;
+        if cvss.len() > 101 {
+            return Err(bad("CVSS hosts beyond 10.0"));
+        }
+        let band: [RoaringBitmap; 4] = r
+            .bitmaps("CVSS band hosts")?
+            .try_into()
+            .map_err(|_| bad("CVSS band hosts"))?;
+        let mut exploit = r.bitmaps("exploit hosts")?.into_iter();
+        let (Some(no), Some(yes), None) = (exploit.next(), exploit.next(), exploit.next()) else {
+            return Err(bad("exploit hosts"));
+        };
+        let beyond = |b: &RoaringBitmap| b.max().is_some_and(|m| m as usize >= hosts);
+        if port
+            .values()
+            .chain(&protocol)
+            .chain(&cvss)
+            .chain(&band)
+            .chain([&no, &yes])
+            .any(beyond)
+        {
+            return Err(bad("a value's hosts name a host the index does not have"));
+        }
+        Ok(Self {
+            port,
+            protocol,
+            cvss,
+            band,
+            exploit: [no, yes],
+        })
+    }
+
+    /// Approximate bytes held by the postings.
+    pub fn heap_bytes(&self) -> usize {
+        map_bytes(&self.port)
+            + self.protocol.iter().map(bitmap_bytes).sum::<usize>()
+            + self.cvss.iter().map(bitmap_bytes).sum::<usize>()
+            + self.band.iter().map(bitmap_bytes).sum::<usize>()
+            + self.exploit.iter().map(bitmap_bytes).sum::<usize>()
+    }
 }
 
 /// Host-level postings over host ordinals.
@@ -380,6 +565,11 @@ impl HostPostings {
             insert(&mut self.organization_words, word.into_boxed_str(), id);
         }
         id
+    }
+
+    /// Per GeoIP country, its hosts.
+    pub fn countries(&self) -> impl Iterator<Item = (CountryCode, &RoaringBitmap)> {
+        self.country.iter().map(|(cc, b)| (*cc, b))
     }
 
     /// Hosts whose GeoIP country is `cc`.
@@ -532,6 +722,13 @@ fn organization_values(rec: &HostRecord) -> Vec<&str> {
 
 fn insert<K: std::hash::Hash + Eq>(map: &mut HashMap<K, RoaringBitmap>, key: K, ordinal: u32) {
     map.entry(key).or_default().insert(ordinal);
+}
+
+/// Adds `ordinal` to a bitmap built in ascending order (a repeat of the last one is a no-op).
+fn push(b: &mut RoaringBitmap, ordinal: u32) {
+    if b.max().is_none_or(|m| m < ordinal) {
+        let _ = b.try_push(ordinal);
+    }
 }
 
 fn borrowed_or_empty(found: Option<&RoaringBitmap>) -> Cow<'_, RoaringBitmap> {

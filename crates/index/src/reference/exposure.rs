@@ -31,13 +31,14 @@ pub fn tile_of(latitude: f64, longitude: f64, zoom: u8) -> (u32, u32) {
     (x.clamp(0.0, last) as u32, y.clamp(0.0, last) as u32)
 }
 
+/// One tile's sums: positions summed in host order, hosts, services and hosts per country.
 #[derive(Default)]
-struct Tile {
-    latitude_sum: f64,
-    longitude_sum: f64,
-    hosts: u64,
-    services: u64,
-    countries: BTreeMap<CountryCode, u32>,
+pub(crate) struct Tile {
+    pub latitude_sum: f64,
+    pub longitude_sum: f64,
+    pub hosts: u64,
+    pub services: u64,
+    pub countries: BTreeMap<CountryCode, u32>,
 }
 
 /// What exposure needs of one matching host.
@@ -109,6 +110,17 @@ pub(crate) fn exposure_of(
             *tile.countries.entry(country).or_default() += 1;
         }
     }
+    answer(tiles, zoom, unique_hosts, service_count, resolution)
+}
+
+/// The exposure answer from the tiles (by `(x, y)` at `zoom`) and the totals.
+pub(crate) fn answer(
+    tiles: BTreeMap<(u32, u32), Tile>,
+    zoom: u8,
+    unique_hosts: u64,
+    service_count: u64,
+    resolution: Resolution,
+) -> Exposure {
     let mut buckets: Vec<ExposureBucket> = tiles
         .into_iter()
         .map(|((x, y), t)| ExposureBucket {

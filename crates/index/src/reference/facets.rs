@@ -46,7 +46,7 @@ impl Value {
     }
 
     /// The ready-to-use clause; `None` for a product title that cannot be a phrase.
-    fn clause(&self) -> Option<Clause> {
+    pub(crate) fn clause(&self) -> Option<Clause> {
         Some(match self {
             Value::Port(p) => Clause::Port(*p),
             Value::Protocol(t) => Clause::Protocol(*t),

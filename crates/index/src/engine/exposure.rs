@@ -1,0 +1,272 @@
+//! Exposure in one pass over the matching hosts. Each host with a position carries a *place
+//! id*: its web-mercator tile at the finest zoom (8) together with its GeoIP country, the
+//! distinct (tile, country) pairs numbered at build time. Tiles nest — at zoom `z` the tile
+//! is the zoom-8 tile's `x` and `y` shifted right by `8 - z` (the zoom-8 coordinates are the
+//! same expression scaled by a power of two, exact in floating point, then floored) — so one
+//! column serves every resolution and no position is projected at query time.
+//!
+//! A query sums, per tile of its zoom, positions (in host order, as the reference does, so
+//! the centroids are equal to the last bit), hosts and services into a dense array of
+//! `4^zoom` tiles, and counts hosts per place id; the countries of each tile come from the
+//! place ids afterwards (far fewer than hosts). Ordering and the bucket cap are the
+//! reference's [`answer`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
+
+use periscope_model::CountryCode;
+use periscope_model::record::Position;
+use periscope_query::Resolution;
+
+use super::persist::{LoadError, Reader, Writer};
+use super::postings::NONE_U32;
+use crate::api::Exposure;
+use crate::reference::exposure::{Tile, answer, tile_of};
+
+/// The zoom of the stored tiles: the finest resolution's.
+const ZOOM: u8 = 8;
+
+/// Per host, its place id; and per place id, its zoom-8 tile and country.
+#[derive(Debug, Default)]
+pub(super) struct Places {
+    /// Host ordinal → place id, or [`NONE_U32`] for a host without a position.
+    place: Vec<u32>,
+    /// Place id → zoom-8 tile (`x << 8 | y`) and country.
+    places: Vec<(u16, Option<CountryCode>)>,
+    ids: HashMap<(u16, Option<CountryCode>), u32>,
+}
+
+impl Places {
+    /// Records the next host.
+    pub fn add(&mut self, position: Option<&Position>, country: Option<CountryCode>) {
+        let Some(p) = position else {
+            self.place.push(NONE_U32);
+            return;
+        };
+        let (x, y) = tile_of(p.latitude, p.longitude, ZOOM);
+        // Both are below 256 at zoom 8.
+        let tile = u16::try_from(x << 8 | y).unwrap_or(u16::MAX);
+        let next = u32::try_from(self.places.len()).unwrap_or(NONE_U32);
+        let id = *self.ids.entry((tile, country)).or_insert(next);
+        if id == next {
+            self.places.push((tile, country));
+        }
+        self.place.push(id);
+    }
+
+    /// Approximate bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.place.len() * 4 + self.places.len() * (4 + 24)
+    }
+
+    /// Writes the columns (the index file; see `persist`).
+    pub fn write<W: std::io::Write>(&self, w: &mut Writer<W>) -> std::io::Result<()> {
+        w.len(self.places.len())?;
+        for (tile, country) in &self.places {
+            w.u16(*tile)?;
+            match country {
+                Some(cc) => w.write_all(cc.as_str().as_bytes())?,
+                None => w.write_all(b"\0\0")?,
+            }
+        }
+        for p in &self.place {
+            w.u32(*p)?;
+        }
+        Ok(())
+    }
+
+    /// Reads what [`Self::write`] wrote, checked against the hosts' places.
+    pub fn read<R: std::io::Read>(
+        r: &mut Reader<R>,
+        hosts: &[(Option<Position>, Option<CountryCode>)],
+    ) -> Result<Self, LoadError> {
+        let bad = |what: &str| LoadError::Corrupt(what.to_owned());
+        let count = r.len("place ids")?;
+        let places = r.vec(count, |r| {
+            let tile = r.u16()?;
+            let b = r.array::<2>()?;
+            let country = if b == [0, 0] {
+                None
+            } else {
+                let text = std::str::from_utf8(&b).map_err(|_| bad("a place's country"))?;
+                Some(CountryCode::parse(text).map_err(|_| bad("a place's country"))?)
+            };
+            Ok((tile, country))
+        })?;
+        let place = r.vec(hosts.len(), Reader::u32)?;
+        let consistent = place.iter().zip(hosts).all(|(id, (position, country))| {
+            match (position, places.get(*id as usize)) {
+                (None, None) => *id == NONE_U32,
+                (Some(_), Some((_, c))) => c == country,
+                _ => false,
+            }
+        });
+        if !consistent {
+            return Err(bad("place ids do not fit the hosts' places"));
+        }
+        let ids = places
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (*p, u32::try_from(i).unwrap_or(NONE_U32)))
+            .collect::<HashMap<_, _>>();
+        if ids.len() != places.len() {
+            return Err(bad("a place id appears twice"));
+        }
+        Ok(Self { place, places, ids })
+    }
+}
+
+/// The sums of one tile while a query runs.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sums {
+    latitude: f64,
+    longitude: f64,
+    hosts: u64,
+    services: u64,
+}
+
+/// One exposure answer being summed.
+pub(super) struct Exposed<'a> {
+    places: &'a Places,
+    positions: &'a [(Option<Position>, Option<CountryCode>)],
+    zoom: u8,
+    resolution: Resolution,
+    tiles: Vec<Sums>,
+    hits: Vec<u32>,
+    unique_hosts: u64,
+    service_count: u64,
+}
+
+impl<'a> Exposed<'a> {
+    /// An empty answer at `resolution`.
+    pub fn new(
+        places: &'a Places,
+        positions: &'a [(Option<Position>, Option<CountryCode>)],
+        resolution: Resolution,
+    ) -> Self {
+        let zoom = resolution.geotile_precision().min(ZOOM);
+        Self {
+            places,
+            positions,
+            zoom,
+            resolution,
+            tiles: vec![Sums::default(); 1 << (2 * u32::from(zoom))],
+            hits: vec![0; places.places.len()],
+            unique_hosts: 0,
+            service_count: 0,
+        }
+    }
+
+    /// Counts matching host `h` with `services` services counted.
+    #[inline]
+    pub fn add(&mut self, h: u32, services: u64) {
+        self.unique_hosts += 1;
+        self.service_count += services;
+        let id = self
+            .places
+            .place
+            .get(h as usize)
+            .copied()
+            .unwrap_or(NONE_U32);
+        let (Some(hits), Some((tile, _)), Some((Some(position), _))) = (
+            self.hits.get_mut(id as usize),
+            self.places.places.get(id as usize),
+            self.positions.get(h as usize),
+        ) else {
+            return;
+        };
+        *hits += 1;
+        let shift = ZOOM - self.zoom;
+        let (x, y) = (
+            usize::from(tile >> 8) >> shift,
+            usize::from(tile & 0xff) >> shift,
+        );
+        if let Some(sums) = self.tiles.get_mut(x << self.zoom | y) {
+            sums.latitude += position.latitude;
+            sums.longitude += position.longitude;
+            sums.hosts += 1;
+            sums.services += services;
+        }
+    }
+
+    /// The answer.
+    pub fn finish(self) -> Exposure {
+        let shift = ZOOM - self.zoom;
+        let mask = (1usize << self.zoom) - 1;
+        let mut tiles: BTreeMap<(u32, u32), Tile> = BTreeMap::new();
+        for (i, sums) in self.tiles.iter().enumerate() {
+            if sums.hosts == 0 {
+                continue;
+            }
+            // Both below 256.
+            let key = ((i >> self.zoom) as u32, (i & mask) as u32);
+            tiles.insert(
+                key,
+                Tile {
+                    latitude_sum: sums.latitude,
+                    longitude_sum: sums.longitude,
+                    hosts: sums.hosts,
+                    services: sums.services,
+                    countries: BTreeMap::new(),
+                },
+            );
+        }
+        for (hits, (tile, country)) in self.hits.iter().zip(&self.places.places) {
+            let Some(country) = country.filter(|_| *hits > 0) else {
+                continue;
+            };
+            let key = (
+                u32::from(tile >> 8) >> shift,
+                u32::from(tile & 0xff) >> shift,
+            );
+            if let Some(t) = tiles.get_mut(&key) {
+                *t.countries.entry(country).or_default() += hits;
+            }
+        }
+        answer(
+            tiles,
+            self.zoom,
+            self.unique_hosts,
+            self.service_count,
+            self.resolution,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The zoom-8 tile shifted gives the tile `tile_of` computes at every coarser zoom.
+    #[test]
+    fn tiles_nest() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut cases: Vec<(f64, f64)> = (0..200_000)
+            .map(|_| (next() * 180.0 - 90.0, next() * 360.0 - 180.0))
+            .collect();
+        // Tile edges at zoom 8 and the extremes.
+        for i in 0..=256 {
+            let lon = f64::from(i) / 256.0 * 360.0 - 180.0;
+            cases.push((0.0, lon));
+            cases.push((f64::from(i) / 256.0 * 170.0 - 85.0, lon));
+        }
+        cases.extend([(90.0, 180.0), (-90.0, -180.0), (85.051_128_78, 0.0)]);
+        for (lat, lon) in cases {
+            let (x8, y8) = tile_of(lat, lon, 8);
+            for zoom in [0u8, 2, 4, 6] {
+                let shift = 8 - zoom;
+                assert_eq!(
+                    (x8 >> shift, y8 >> shift),
+                    tile_of(lat, lon, zoom),
+                    "{lat} {lon} at {zoom}"
+                );
+            }
+        }
+    }
+}
