@@ -42,5 +42,5 @@ pub use api::{
 
 pub use engine::EmbeddedIndex;
 pub use live::{LiveIndex, Opened};
-pub use reference::ReferenceIndex;
+pub use reference::{LineLoader, ReferenceIndex};
 pub use store::{ApplyOutcome, DomainScans, HostRecord, IndexConfig, StoredService};

@@ -206,3 +206,53 @@ impl ScanIndex for ReferenceIndex {
         Ok(Some(detail::page(&view, after, limit, self.listing(ip))))
     }
 }
+
+/// Feeds observation lines written to it (as `periscope_synth::write_dataset` writes them)
+/// straight into a [`ReferenceIndex`], so tests and tools build an index from a generated
+/// dataset without a file. A line the reader refuses is an `InvalidData` write error.
+pub struct LineLoader {
+    reader: periscope_model::observation::ObservationReader,
+    index: ReferenceIndex,
+    pending: Vec<u8>,
+}
+
+impl LineLoader {
+    /// A loader reading with the clock `now` into an empty index with `config`.
+    pub fn new(config: IndexConfig, now: periscope_model::Timestamp) -> Self {
+        Self {
+            reader: periscope_model::observation::ObservationReader::new(now),
+            index: ReferenceIndex::new(config),
+            pending: Vec::new(),
+        }
+    }
+
+    /// The index of every complete line written so far.
+    pub fn into_index(self) -> ReferenceIndex {
+        self.index
+    }
+}
+
+impl std::io::Write for LineLoader {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        let mut start = 0;
+        while let Some(end) = self.pending[start..].iter().position(|b| *b == b'\n') {
+            let line = std::str::from_utf8(&self.pending[start..start + end])
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            let read = self
+                .reader
+                .read_line(line)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
+            if let Some(obs) = read {
+                self.index.apply(&obs);
+            }
+            start += end + 1;
+        }
+        self.pending.drain(..start);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

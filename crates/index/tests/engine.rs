@@ -799,33 +799,6 @@ fn resident_bytes() -> u64 {
     pages * 4096
 }
 
-/// Feeds the lines `write_dataset` writes straight into a reference index.
-struct Loader {
-    reader: ObservationReader,
-    index: ReferenceIndex,
-    pending: Vec<u8>,
-}
-
-impl std::io::Write for Loader {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.pending.extend_from_slice(buf);
-        let mut start = 0;
-        while let Some(end) = self.pending[start..].iter().position(|b| *b == b'\n') {
-            let line = std::str::from_utf8(&self.pending[start..start + end]).unwrap();
-            if let Some(obs) = self.reader.read_line(line).unwrap() {
-                self.index.apply(&obs);
-            }
-            start += end + 1;
-        }
-        self.pending.drain(..start);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn p50(mut run: impl FnMut()) -> Duration {
     let mut times: Vec<Duration> = (0..41)
         .map(|_| {
@@ -847,14 +820,10 @@ fn measure_200k_hosts() {
         seed: 7,
         as_of,
     };
-    let mut loader = Loader {
-        reader: ObservationReader::new(as_of),
-        index: ReferenceIndex::new(IndexConfig::default()),
-        pending: Vec::new(),
-    };
+    let mut loader = periscope_index::LineLoader::new(IndexConfig::default(), as_of);
     let t = Instant::now();
     periscope_synth::write_dataset(&cfg, &mut loader).unwrap();
-    let reference = loader.index;
+    let reference = loader.into_index();
     eprintln!("generated and merged in {:.1?}", t.elapsed());
 
     let before = resident_bytes();

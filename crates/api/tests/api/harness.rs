@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use periscope_api::{App, IndexGauge, IndexProbe, RateLimit};
 use periscope_index::{
-    Count, EmbeddedIndex, Exposure, Facets, HostDetail, IndexConfig, IndexError, ReferenceIndex,
-    ScanIndex, SearchOutcome, SearchRequest,
+    Count, EmbeddedIndex, Exposure, Facets, HostDetail, IndexConfig, IndexError, LineLoader,
+    ReferenceIndex, ScanIndex, SearchOutcome, SearchRequest,
 };
 use periscope_model::Timestamp;
-use periscope_model::observation::{DomainScan, ObservationReader};
+use periscope_model::observation::DomainScan;
 use periscope_query::{FilterQuery, Query, Resolution};
 use periscope_resolve::{FixedResolver, Resolver};
 use periscope_service::{Clock, Limits, SearchService};
@@ -50,18 +50,14 @@ pub fn data() -> &'static Data {
     static DATA: OnceLock<Data> = OnceLock::new();
     DATA.get_or_init(|| {
         let as_of = Timestamp::parse(AS_OF).unwrap();
-        let mut loader = Loader {
-            reader: ObservationReader::new(as_of),
-            index: ReferenceIndex::new(IndexConfig::default()),
-            pending: Vec::new(),
-        };
+        let mut loader = LineLoader::new(IndexConfig::default(), as_of);
         let cfg = periscope_synth::SynthConfig {
             hosts: HOSTS,
             seed: 11,
             as_of,
         };
         periscope_synth::write_dataset(&cfg, &mut loader).unwrap();
-        let reference = loader.index;
+        let reference = loader.into_index();
         let engine = EmbeddedIndex::build(
             IndexConfig::default(),
             noon(),
@@ -74,33 +70,6 @@ pub fn data() -> &'static Data {
             reference,
         }
     })
-}
-
-/// Feeds the lines `write_dataset` writes straight into a reference index.
-struct Loader {
-    reader: ObservationReader,
-    index: ReferenceIndex,
-    pending: Vec<u8>,
-}
-
-impl std::io::Write for Loader {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.pending.extend_from_slice(buf);
-        let mut start = 0;
-        while let Some(end) = self.pending[start..].iter().position(|b| *b == b'\n') {
-            let line = std::str::from_utf8(&self.pending[start..start + end]).unwrap();
-            if let Some(obs) = self.reader.read_line(line).unwrap() {
-                self.index.apply(&obs);
-            }
-            start += end + 1;
-        }
-        self.pending.drain(..start);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// A clock the test sets.

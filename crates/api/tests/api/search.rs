@@ -208,9 +208,8 @@ api_test!(
 );
 
 api_test!(errors_are_free_and_empty_results_are_charged, |app| {
-    // Unparsable, too broad (no service clause, more hosts than a search returns: the
-    // threshold is 10,000 and the dataset has fewer, so lower it is not possible here — a
-    // country clause alone is not too broad at this size), wrong endpoint type.
+    // An invalid query and an invalid member are free (too-broad refusals: see
+    // queries_naming_no_service_are_declined_when_too_broad).
     app.post("/v1/search", json!({"query": "port:"}))
         .await
         .assert_violations(&[("query", "invalid_port")]);
