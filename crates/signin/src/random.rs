@@ -54,7 +54,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 /// Bytes from lower-case or upper-case hex, or `None`.
 pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

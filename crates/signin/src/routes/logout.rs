@@ -31,12 +31,12 @@ fn refuse(message: &str) -> Response {
     )
 }
 
-/// Checks the logout parameters; `Err` is the page to answer.
-fn check(app: &App, params: &Params) -> Result<Request, Response> {
+/// Checks the logout parameters; `Err` is the message of the refusal page.
+fn check(app: &App, params: &Params) -> Result<Request, String> {
     let one = |name: &'static str| {
         params
             .one(name)
-            .map_err(|n| refuse(&format!("{n} appears more than once.")))
+            .map_err(|n| format!("{n} appears more than once."))
     };
     let hint = one("id_token_hint")?;
     let client_id = one("client_id")?;
@@ -46,10 +46,10 @@ fn check(app: &App, params: &Params) -> Result<Request, Response> {
     let mut hint_subject = None;
     if let Some(hint) = hint {
         let claims = app.keys.verify(hint).map_err(|_| {
-            refuse("The ID token given as a hint was not issued by this sign-in service.")
+            String::from("The ID token given as a hint was not issued by this sign-in service.")
         })?;
         if claims["iss"] != app.settings.issuer.as_str() {
-            return Err(refuse(
+            return Err(String::from(
                 "The ID token given as a hint was issued by another provider.",
             ));
         }
@@ -60,9 +60,11 @@ fn check(app: &App, params: &Params) -> Result<Request, Response> {
         };
         let aud = aud
             .filter(|a| app.settings.clients.contains_key(a))
-            .ok_or_else(|| refuse("The ID token given as a hint is for an unknown application."))?;
+            .ok_or_else(|| {
+                String::from("The ID token given as a hint is for an unknown application.")
+            })?;
         if client_id.is_some_and(|c| c != aud) {
-            return Err(refuse(
+            return Err(String::from(
                 "client_id and the ID token hint name different applications.",
             ));
         }
@@ -77,7 +79,7 @@ fn check(app: &App, params: &Params) -> Result<Request, Response> {
                 .and_then(|c| app.settings.clients.get(c))
                 .is_some_and(|c| c.post_logout_redirect_uris.iter().any(|r| r == uri));
             if !registered {
-                return Err(refuse(
+                return Err(String::from(
                     "The address to return to after sign-out is not registered for this application.",
                 ));
             }
@@ -129,7 +131,7 @@ pub(crate) async fn get(State(app): State<App>, uri: Uri, headers: HeaderMap) ->
     let params = Params::from_query(uri.query());
     let request = match check(&app, &params) {
         Ok(request) => request,
-        Err(page) => return page,
+        Err(message) => return refuse(&message),
     };
     let session = match app.session(&headers).await {
         Ok(session) => session,
@@ -182,7 +184,7 @@ pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes
     }
     let request = match check(&app, &params) {
         Ok(request) => request,
-        Err(page) => return page,
+        Err(message) => return refuse(&message),
     };
     end(&app, &headers, &request).await
 }

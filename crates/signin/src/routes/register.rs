@@ -144,7 +144,7 @@ pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes
         .await;
     match outcome {
         Err(e) => return Unavailable::from(e).into_response(),
-        Ok(Registered::AlreadyRegistered) => {
+        Ok(Registered::AddressTaken) => {
             tracing::info!(mail.to = %email.as_str(), "registration refused: address already registered");
             form.banner = Some(format!(
                 "<p class=\"error\" role=\"alert\">This e-mail address is already registered. \

@@ -3,7 +3,6 @@
 //! attempts — shows the same message and takes about as long. Success starts a fresh session
 //! (a new cookie value) and returns to the authorization request that sent the user here.
 
-use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -78,7 +77,7 @@ pub(crate) async fn post(State(app): State<App>, request: Request) -> Response {
         Ok(body) => body,
         Err(_) => return StatusCode::PAYLOAD_TOO_LARGE.into_response(),
     };
-    let params = Params::from_body(&Bytes::from(body));
+    let params = Params::from_body(&body);
     if !app.csrf_ok(headers, params.field("csrf")) {
         return csrf_refused(&app.path("/signin"));
     }

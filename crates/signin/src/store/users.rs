@@ -28,7 +28,7 @@ pub(crate) enum Registered {
     /// its earlier links stopped working.
     Renewed,
     /// The address belongs to a confirmed account: nothing was changed.
-    AlreadyRegistered,
+    AddressTaken,
 }
 
 /// A stored user, pending or confirmed.
@@ -93,7 +93,7 @@ pub(crate) use user_from_row;
 
 impl Store {
     /// Records a registration and its link, in one transaction. A confirmed address is left
-    /// as it is ([`Registered::AlreadyRegistered`]); concurrent registrations of one address
+    /// as it is ([`Registered::AddressTaken`]); concurrent registrations of one address
     /// create one user.
     pub(crate) async fn register(&self, r: &NewRegistration<'_>) -> Result<Registered, StoreError> {
         let id = crate::random::id()?;
@@ -133,7 +133,7 @@ impl Store {
                     .fetch_optional(&mut *tx)
                     .await?;
                     let Some(row) = existing else {
-                        return Ok(Registered::AlreadyRegistered);
+                        return Ok(Registered::AddressTaken);
                     };
                     let user_id: i64 = row.get(0);
                     sqlx::query("DELETE FROM signin_links WHERE user_id = $1")
