@@ -49,7 +49,7 @@ pub use password::{MAX_CHARS as PASSWORD_MAX_CHARS, MIN_CHARS as PASSWORD_MIN_CH
 use config::Settings;
 use csrf::CsrfKey;
 use jwt::Keys;
-use mail::{BoxFuture, Mailer};
+use mail::Mailer;
 use ratelimit::Limiter;
 use store::Store;
 
@@ -116,23 +116,25 @@ impl SignIn {
         config: Config,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, SetupError> {
-        // Boxed so callers see a plainly `Send` future (rustc cannot always prove that of sqlx
-        // futures inside a caller's generic context, e.g. `tokio::spawn`).
-        let opening: BoxFuture<'static, Result<Self, SetupError>> =
-            Box::pin(Self::open_inner(config, clock));
-        opening.await
-    }
-
-    async fn open_inner(config: Config, clock: Arc<dyn Clock>) -> Result<Self, SetupError> {
         let settings = config.validate()?;
         let store = Store::open(&config.database).await?;
         let now = clock.now();
         let pem = match &config.signing_key_pem {
             Some(pem) => pem.clone(),
-            None => store
-                .key_material("id_token_rsa", now, jwt::generate_pem)
-                .await?
-                .map_err(SetupError::Key)?,
+            None => match store.read_key("id_token_rsa").await? {
+                Some(stored) => stored,
+                None => {
+                    // First start on this database: generating takes a moment, off the
+                    // async threads; if another instance stored one meanwhile, theirs wins.
+                    let fresh = tokio::task::spawn_blocking(jwt::generate_pem)
+                        .await
+                        .map_err(|e| SetupError::Key(e.to_string()))?;
+                    store
+                        .key_material("id_token_rsa", now, || fresh)
+                        .await?
+                        .map_err(SetupError::Key)?
+                }
+            },
         };
         let keys = Keys::from_pem(&pem).map_err(SetupError::Key)?;
         let csrf_hex = store
@@ -211,10 +213,8 @@ impl SignIn {
         let Ok(address) = EmailAddress::parse(email) else {
             return Ok(None);
         };
-        let store = self.inner.store.clone();
-        let lookup: BoxFuture<'static, _> =
-            Box::pin(async move { store.user_by_email_key(address.key()).await });
-        Ok(lookup.await?.map(|u| AccountRecord {
+        let user = self.inner.store.user_by_email_key(address.key()).await?;
+        Ok(user.map(|u| AccountRecord {
             email: u.email,
             org_name: u.org_name,
             terms_version: u.terms_version,
@@ -229,21 +229,16 @@ impl SignIn {
     /// Deletes dead codes, tokens, links and sessions now (also done hourly); returns how many
     /// rows went.
     pub async fn purge(&self) -> Result<u64, StoreError> {
-        let inner = self.inner.clone();
-        let purge: BoxFuture<'static, _> = Box::pin(async move {
-            inner
-                .store
-                .purge(inner.clock.now(), inner.settings.session_idle)
-                .await
-        });
-        purge.await
+        let inner = &self.inner;
+        inner
+            .store
+            .purge(inner.clock.now(), inner.settings.session_idle)
+            .await
     }
 
     /// Closes the database pool.
     pub async fn close(&self) {
-        let store = self.inner.store.clone();
-        let close: BoxFuture<'static, ()> = Box::pin(async move { store.close().await });
-        close.await
+        self.inner.store.close().await;
     }
 }
 

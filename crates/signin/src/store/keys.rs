@@ -41,7 +41,8 @@ impl Store {
         }
     }
 
-    async fn read_key(&self, name: &str) -> Result<Option<String>, StoreError> {
+    /// The material stored under `name`, if any.
+    pub(crate) async fn read_key(&self, name: &str) -> Result<Option<String>, StoreError> {
         Ok(on_db!(&self.db, |pool| {
             sqlx::query("SELECT material FROM signin_keys WHERE name = $1")
                 .bind(name)
