@@ -208,6 +208,19 @@ fn absolute_url(text: &str) -> Result<Url, String> {
     Ok(url)
 }
 
+/// Whether `version` starts with a `YYYY-MM-DD` date (DECISIONS.md: terms versions are dated).
+fn is_dated(version: &str) -> bool {
+    let b = version.as_bytes();
+    b.len() >= 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && [0, 1, 2, 3, 5, 6, 8, 9]
+            .iter()
+            .all(|&i| b[i].is_ascii_digit())
+        && (*b"01"..=*b"12").contains(&[b[5], b[6]])
+        && (*b"01"..=*b"31").contains(&[b[8], b[9]])
+}
+
 impl Config {
     pub(crate) fn validate(&self) -> Result<Settings, SetupError> {
         let issuer = absolute_url(&self.issuer).map_err(|r| bad("signin.issuer", r))?;
@@ -282,8 +295,13 @@ impl Config {
             }
         }
         let terms_version = self.terms_version.trim();
-        if terms_version.is_empty() {
-            return Err(bad("signin.terms_version", "must not be empty"));
+        if !is_dated(terms_version) {
+            return Err(bad(
+                "signin.terms_version",
+                format!(
+                    "must be a dated string starting YYYY-MM-DD (e.g. 2026-11-01), not {terms_version:?}"
+                ),
+            ));
         }
         if self.attempts_per_address == 0 {
             return Err(bad("signin.attempts_per_address", "must be at least 1"));
@@ -384,6 +402,14 @@ mod tests {
         let mut c = base();
         c.mail_from = "not a mailbox".into();
         refused(c, "signin.mail_from");
+        for bad_version in ["", "v1", "2026-13-01", "26-11-01"] {
+            let mut c = base();
+            c.terms_version = bad_version.into();
+            refused(c, "signin.terms_version");
+        }
+        let mut c = base();
+        c.terms_version = "2027-01-15 (rev. 2)".into();
+        c.validate().unwrap();
     }
 
     #[test]

@@ -98,18 +98,7 @@ impl Inner {
 
     /// A `Set-Cookie` value for one of our cookies; `None` as the value deletes it.
     pub(crate) fn cookie(&self, name: &str, value: Option<&str>) -> HeaderValue {
-        let path = if self.settings.mount.is_empty() {
-            "/"
-        } else {
-            &self.settings.mount
-        };
-        let secure = if self.settings.secure { "; Secure" } else { "" };
-        let text = match value {
-            Some(value) => format!("{name}={value}; Path={path}; HttpOnly; SameSite=Lax{secure}"),
-            None => format!("{name}=; Path={path}; HttpOnly; SameSite=Lax{secure}; Max-Age=0"),
-        };
-        #[allow(clippy::expect_used)] // Names, paths and values are ASCII tokens.
-        HeaderValue::from_str(&text).expect("cookie text is a valid header value")
+        set_cookie(name, value, &self.settings.mount, self.settings.secure)
     }
 
     /// The live session of this browser, if any: (digest of the cookie, its user).
@@ -185,6 +174,19 @@ impl Inner {
                 )
             })
     }
+}
+
+/// A `Set-Cookie` value: `HttpOnly`, `SameSite=Lax`, scoped to the mount path (`/` at the
+/// root), `Secure` when the issuer is https; `None` as the value deletes the cookie.
+fn set_cookie(name: &str, value: Option<&str>, mount: &str, secure: bool) -> HeaderValue {
+    let path = if mount.is_empty() { "/" } else { mount };
+    let secure = if secure { "; Secure" } else { "" };
+    let text = match value {
+        Some(value) => format!("{name}={value}; Path={path}; HttpOnly; SameSite=Lax{secure}"),
+        None => format!("{name}=; Path={path}; HttpOnly; SameSite=Lax{secure}; Max-Age=0"),
+    };
+    #[allow(clippy::expect_used)] // Names, paths and values are ASCII tokens.
+    HeaderValue::from_str(&text).expect("cookie text is a valid header value")
 }
 
 /// The value of cookie `name` in the request, if present.
@@ -289,4 +291,42 @@ pub(crate) fn csrf_refused(retry: &str) -> Response {
         "The form could not be accepted because it did not come from this page in this browser (or it was open too long). Open the page again and resubmit.",
         Some((retry, "Open the page again")),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn cookies_are_http_only_lax_scoped_and_secure_over_https() {
+        let c = set_cookie(SESSION_COOKIE, Some("v"), "/auth", false);
+        assert_eq!(c, "periscope_signin=v; Path=/auth; HttpOnly; SameSite=Lax");
+        let c = set_cookie(SESSION_COOKIE, Some("v"), "", true);
+        assert_eq!(
+            c,
+            "periscope_signin=v; Path=/; HttpOnly; SameSite=Lax; Secure"
+        );
+        let c = set_cookie(SESSION_COOKIE, None, "/auth", true);
+        assert_eq!(
+            c,
+            "periscope_signin=; Path=/auth; HttpOnly; SameSite=Lax; Secure; Max-Age=0"
+        );
+    }
+
+    #[test]
+    fn cookie_lookup_and_parameters() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; periscope_signin=xyz; b=2"),
+        );
+        assert_eq!(cookie(&headers, SESSION_COOKIE), Some("xyz"));
+        assert_eq!(cookie(&headers, "missing"), None);
+        let p = Params::from_query(Some("state=a%26b&nonce=&x=1&x=2"));
+        assert_eq!(p.one("state"), Ok(Some("a&b")));
+        assert_eq!(p.one("nonce"), Ok(None));
+        assert_eq!(p.one("x"), Err("x"));
+        assert_eq!(p.field("x"), Some("2"));
+    }
 }
