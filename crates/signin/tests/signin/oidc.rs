@@ -469,6 +469,27 @@ async fn refusals() {
             Some("login_required")
         );
 
+        // prompt=login: even with a session the password is asked, and the request comes back
+        // without it (so it does not ask forever).
+        let mut login = base.to_vec();
+        login.extend([
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            ("prompt", "login"),
+        ]);
+        let page = browser.get(&manual_authorize(&provider, &login)).await;
+        assert_eq!(page.status, 303);
+        let to_signin = page.location();
+        assert!(
+            to_signin.starts_with("/auth/signin?return_to="),
+            "{to_signin}"
+        );
+        let return_to = query_param(&format!("http://x{to_signin}"), "return_to").unwrap();
+        assert!(
+            return_to.starts_with("/auth/authorize?") && !return_to.contains("prompt"),
+            "{return_to}"
+        );
+
         // A wrong verifier: invalid_grant, and the code is spent.
         let flow = start_flow(&client);
         let callback = authorize(&provider, &browser, &flow.url, "bob@example.org", password).await;
