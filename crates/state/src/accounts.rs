@@ -233,6 +233,9 @@ pub struct Organisation {
     pub id: OrganisationId,
     /// Its name as typed.
     pub name: String,
+    /// Whether an administrator verified it. Names typed at registration are not verified;
+    /// this has no effect on access.
+    pub verified: bool,
 }
 
 /// What an account is created with.
@@ -536,9 +539,9 @@ impl State {
     /// The organisations the account belongs to, by name. The search service refuses
     /// (400 `organization_required`) unless there is exactly one.
     pub async fn organisations_of(&self, id: AccountId) -> Result<Vec<Organisation>> {
-        let rows: Vec<(i64, String)> = on_db!(&self.db, |pool| {
+        let rows: Vec<(i64, String, bool)> = on_db!(&self.db, |pool| {
             sqlx::query_as(
-                "SELECT o.id, o.name FROM memberships m \
+                "SELECT o.id, o.name, o.verified FROM memberships m \
                  JOIN organisations o ON o.id = m.organisation_id \
                  WHERE m.account_id = $1 ORDER BY o.name, o.id",
             )
@@ -548,9 +551,10 @@ impl State {
         });
         Ok(rows
             .into_iter()
-            .map(|(id, name)| Organisation {
+            .map(|(id, name, verified)| Organisation {
                 id: OrganisationId(id),
                 name,
+                verified,
             })
             .collect())
     }
@@ -576,8 +580,8 @@ impl State {
             .bind(now.unix())
             .execute(&mut *tx)
             .await?;
-            let (organisation_id,): (i64,) =
-                sqlx::query_as("SELECT id FROM organisations WHERE name = $1")
+            let (organisation_id, verified): (i64, bool) =
+                sqlx::query_as("SELECT id, verified FROM organisations WHERE name = $1")
                     .bind(name)
                     .fetch_one(&mut *tx)
                     .await?;
@@ -592,11 +596,13 @@ impl State {
             .await
             .map_err(unknown_account_on_fk)?;
             tx.commit().await?;
-            organisation_id
+            (organisation_id, verified)
         });
+        let (organisation_id, verified) = organisation_id;
         Ok(Organisation {
             id: OrganisationId(organisation_id),
             name: name.to_owned(),
+            verified,
         })
     }
 

@@ -34,11 +34,13 @@ pub(crate) use on_db;
 
 /// The migrations, in order: (version, description, SQL). Released entries never change (the
 /// migrator checks their checksums); a schema change is a new entry and a new file.
-const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "initial", include_str!("../migrations/0001_initial.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "initial", include_str!("../migrations/0001_initial.sql")),
+    (2, "web", include_str!("../migrations/0002_web.sql")),
+];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 /// How long a statement waits for the SQLite write lock, or for a free pooled connection.
 const WAIT: Duration = Duration::from_secs(15);

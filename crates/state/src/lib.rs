@@ -5,7 +5,8 @@
 //! [`State::authenticate`]); the daily allowance counter ([`State::charge`]: how a search is
 //! charged exactly is explained on [`Charge`]); search cursors
 //! ([`State::take_cursor`]); audit records ([`AuditSink`]); and problem reports
-//! ([`State::submit_report`]). [`PlanSource`] and [`AuditSink`] are the seams where the search
+//! ([`State::submit_report`]); the web application's identities, browser sessions and sign-ins
+//! in flight ([`State::web_session`]). [`PlanSource`] and [`AuditSink`] are the seams where the search
 //! service's tests put failing implementations.
 //!
 //! One [`State`] runs on SQLite (the default: `DATA/state.db`, created on first start) or on
@@ -26,6 +27,7 @@ mod seams;
 #[cfg(feature = "testing")]
 #[path = "../tests/state/harness.rs"]
 pub mod testing;
+mod web;
 
 // The test harness is shared with this crate's own suite, which names the crate from outside.
 #[cfg(feature = "testing")]
@@ -47,6 +49,7 @@ pub use keys::{
 };
 pub use reports::{ProblemReport, REPORT_MAX_CHARS, ReportId, check_description};
 pub use seams::{AuditSink, BoxFuture, PlanSource};
+pub use web::{PendingSignIn, WebSession, WebSessionLookup};
 
 use db::Db;
 
