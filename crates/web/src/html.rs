@@ -1,0 +1,143 @@
+//! Server-rendered pages: one layout with the preview banner of spec §5
+//! ([`periscope_signin::BANNER`]), the top bar with the account menu when signed in, and the
+//! headers every answer carries. Nothing is loaded from anywhere: the style is inline and the
+//! `Content-Security-Policy` allows nothing else.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use periscope_signin::BANNER;
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#1b1f24;background:#f6f7f9}\
+.banner{background:#fff4ce;border-bottom:1px solid #e6d48a;padding:.6rem 1rem;font-size:.9rem}\
+.top{display:flex;justify-content:space-between;align-items:center;background:#fff;border-bottom:1px solid #dde1e6;padding:.5rem 1rem}\
+.top .name{font-weight:700;text-decoration:none;color:#1b1f24}\
+details.menu{position:relative}details.menu summary{cursor:pointer;list-style:none;padding:.3rem .6rem;border:1px solid #c9ced6;border-radius:4px}\
+details.menu nav{position:absolute;right:0;background:#fff;border:1px solid #c9ced6;border-radius:4px;padding:.4rem 0;min-width:12rem;z-index:1}\
+details.menu nav a,details.menu nav button{display:block;width:100%;text-align:left;padding:.35rem .9rem;background:none;border:0;font:inherit;color:#0b57d0;text-decoration:none;cursor:pointer}\
+main{max-width:40rem;margin:2rem auto;background:#fff;padding:1.5rem 2rem;border:1px solid #dde1e6;border-radius:6px}\
+main.empty{min-height:12rem}h1{font-size:1.4rem;margin-top:0}\
+.button{display:inline-block;background:#0b57d0;color:#fff;border:0;border-radius:4px;padding:.55rem 1.1rem;font-size:1rem;text-decoration:none;cursor:pointer}\
+.note{color:#4a5260;font-size:.9rem}";
+
+/// `s` with the HTML special characters escaped (text and attribute values).
+pub(crate) fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Who the top bar shows: the signed-in address and the session's CSRF token (for the
+/// sign-out button in the account menu).
+pub(crate) struct TopBar<'a> {
+    pub(crate) email: &'a str,
+    pub(crate) csrf: &'a str,
+}
+
+/// A page: the banner, the top bar (signed in) and `body` (already HTML).
+pub(crate) fn page(
+    status: StatusCode,
+    title: &str,
+    top: Option<&TopBar<'_>>,
+    body: &str,
+) -> Response {
+    let bar = match top {
+        Some(top) => format!(
+            "<header class=\"top\"><a class=\"name\" href=\"/\">Periscope</a>\
+             <details class=\"menu\"><summary aria-label=\"Account menu\">{email}</summary><nav>\
+             <a href=\"/account\">Account</a>\
+             <a href=\"/quickstart\">Quickstart</a>\
+             <a href=\"/release-notes\">Release notes</a>\
+             <a href=\"/report-a-problem\">Report a problem</a>\
+             <a href=\"/api-access\">API access</a>\
+             <form method=\"post\" action=\"/signout\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <button type=\"submit\">Sign out</button></form></nav></details></header>",
+            email = escape(top.email),
+            csrf = escape(top.csrf),
+        ),
+        None => {
+            "<header class=\"top\"><a class=\"name\" href=\"/\">Periscope</a></header>".to_owned()
+        }
+    };
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <title>{title} · Periscope</title><style>{STYLE}</style></head><body>\
+         <div class=\"banner\" role=\"note\">{BANNER}</div>{bar}{body}</body></html>\n",
+        title = escape(title),
+    );
+    let mut response = (status, html).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    secure_headers(headers);
+    response
+}
+
+/// The headers every answer carries: no caching, no referrer, no framing, no sniffing, and a
+/// policy allowing nothing but the inline style.
+pub(crate) fn secure_headers(headers: &mut axum::http::HeaderMap) {
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'",
+        ),
+    );
+}
+
+/// A page with a heading and paragraphs of text (escaped), inside `main`.
+pub(crate) fn message(
+    status: StatusCode,
+    title: &str,
+    paragraphs: &[&str],
+    action: Option<(&str, &str)>,
+    top: Option<&TopBar<'_>>,
+) -> Response {
+    let mut body = format!("<main><h1>{}</h1>", escape(title));
+    for p in paragraphs {
+        body.push_str(&format!("<p>{}</p>", escape(p)));
+    }
+    if let Some((href, label)) = action {
+        body.push_str(&format!(
+            "<p><a class=\"button\" href=\"{}\">{}</a></p>",
+            escape(href),
+            escape(label)
+        ));
+    }
+    body.push_str("</main>");
+    page(status, title, top, &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn escapes_text_and_attributes() {
+        assert_eq!(
+            escape("<a href=\"x\">'&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+}
