@@ -45,6 +45,42 @@ pub struct Config {
     pub limits: Limits,
     /// `[dns]`: how domain queries are resolved.
     pub dns: Dns,
+    /// `public_url`: where browsers reach the server, `http(s)://host[:port]`; `None` (the
+    /// default) means `http://` + the actual listening address. The embedded sign-in service's
+    /// issuer is this + `/auth`.
+    pub public_url: Option<String>,
+    /// `[signin]`: the embedded sign-in service.
+    pub signin: SignInSettings,
+    /// `[web]`: the browser application's OpenID Connect provider.
+    pub web: WebSettings,
+}
+
+/// The `[signin]` section: the sign-in service `serve` embeds under `/auth`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SignInSettings {
+    /// `smtp_host`: an SMTP relay for the registration e-mail; `None` (the default) writes
+    /// messages into `DATA/outbox` and the link into the log.
+    pub smtp_host: Option<String>,
+    /// `smtp_port`: the relay's port (default 25).
+    pub smtp_port: Option<u16>,
+    /// `mail_from`: the sender (default `Periscope <no-reply@localhost>`).
+    pub mail_from: Option<String>,
+    /// `terms_version`: the dated terms version recorded at registration (default the sign-in
+    /// crate's).
+    pub terms_version: Option<String>,
+}
+
+/// The `[web]` section: which OpenID Connect provider the browser application signs in with.
+/// All unset (the default): the embedded sign-in service, with a client configured
+/// automatically.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WebSettings {
+    /// `issuer`: an external provider's issuer URL; the embedded service is then not mounted.
+    pub issuer: Option<String>,
+    /// `client_id`: the application's client id there.
+    pub client_id: Option<String>,
+    /// `client_secret`: the application's client secret there.
+    pub client_secret: Option<String>,
 }
 
 /// The `[limits]` section.
@@ -114,6 +150,9 @@ impl Default for Config {
                 servers: Vec::new(),
                 timeout: Duration::from_secs(2),
             },
+            public_url: None,
+            signin: SignInSettings::default(),
+            web: WebSettings::default(),
         }
     }
 }
@@ -452,7 +491,7 @@ impl Key {
 }
 
 /// The sections of the file; every other top-level name is a key.
-const SECTIONS: [&str; 2] = ["limits", "dns"];
+const SECTIONS: [&str; 4] = ["limits", "dns", "signin", "web"];
 
 /// Every key, in the order of `docs/configuration.md`.
 const KEYS: &[Key] = &[
@@ -601,6 +640,85 @@ const KEYS: &[Key] = &[
         expected: "a whole number of milliseconds from 1 to 4294967295",
         set: |c, raw| {
             c.dns.timeout = Duration::from_millis(ranged::<u32>(raw, 1)?.into());
+            Some(())
+        },
+    },
+    Key {
+        section: None,
+        name: "public_url",
+        expected: "an http(s) URL without path or trailing slash, such as https://periscope.example.com",
+        set: |c, raw| {
+            let url = non_empty(raw.string()?)?;
+            let rest = url
+                .strip_prefix("http://")
+                .or_else(|| url.strip_prefix("https://"))?;
+            if rest.is_empty() || rest.contains(['/', '?', '#', ' ']) {
+                return None;
+            }
+            c.public_url = Some(url.to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("signin"),
+        name: "smtp_host",
+        expected: "a host name or IP address of an SMTP relay",
+        set: |c, raw| {
+            c.signin.smtp_host = Some(non_empty(raw.string()?)?.to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("signin"),
+        name: "smtp_port",
+        expected: "a port number from 1 to 65535",
+        set: |c, raw| {
+            c.signin.smtp_port = Some(ranged(raw, 1)?);
+            Some(())
+        },
+    },
+    Key {
+        section: Some("signin"),
+        name: "mail_from",
+        expected: "a sender such as Periscope <no-reply@example.com>",
+        set: |c, raw| {
+            c.signin.mail_from = Some(non_empty(raw.string()?)?.to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("signin"),
+        name: "terms_version",
+        expected: "a dated version such as 2026-11-01",
+        set: |c, raw| {
+            c.signin.terms_version = Some(non_empty(raw.string()?)?.to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("web"),
+        name: "issuer",
+        expected: "an external OpenID Connect provider's issuer URL",
+        set: |c, raw| {
+            c.web.issuer = Some(non_empty(raw.string()?)?.to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("web"),
+        name: "client_id",
+        expected: "the application's client id at that provider",
+        set: |c, raw| {
+            c.web.client_id = Some(non_empty(raw.string()?)?.to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("web"),
+        name: "client_secret",
+        expected: "the application's client secret at that provider",
+        set: |c, raw| {
+            c.web.client_secret = Some(non_empty(raw.string()?)?.to_owned());
             Some(())
         },
     },
@@ -842,6 +960,14 @@ timeout_ms = 500
                 "PERISCOPE_LIMITS_RETENTION_DAYS",
                 "PERISCOPE_DNS_SERVERS",
                 "PERISCOPE_DNS_TIMEOUT_MS",
+                "PERISCOPE_PUBLIC_URL",
+                "PERISCOPE_SIGNIN_SMTP_HOST",
+                "PERISCOPE_SIGNIN_SMTP_PORT",
+                "PERISCOPE_SIGNIN_MAIL_FROM",
+                "PERISCOPE_SIGNIN_TERMS_VERSION",
+                "PERISCOPE_WEB_ISSUER",
+                "PERISCOPE_WEB_CLIENT_ID",
+                "PERISCOPE_WEB_CLIENT_SECRET",
             ]
         );
         assert_eq!(

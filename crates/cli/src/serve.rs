@@ -1,5 +1,6 @@
 //! `periscope serve`: the HTTP server — the JSON API under `/v1`, the OpenAPI document and the
-//! operational endpoints — over the scan store and the state database of one data directory.
+//! operational endpoints, the browser application at `/` and, in the embedded default, the
+//! sign-in service under `/auth` — over the scan store and the state database of one data directory.
 //!
 //! Start-up: read the configuration; with `--demo` on a data directory without scan data,
 //! generate and ingest the demo dataset and create the demo account and key; open the scan
@@ -26,14 +27,22 @@ use periscope_index::{LiveIndex, Opened};
 use periscope_model::Timestamp;
 use periscope_resolve::{DnsResolver, Resolver};
 use periscope_service::{Clock, Limits, SearchService, SystemClock};
+use periscope_signin::{ClientConfig, Config as SignInConfig, MailConfig, SignIn};
 use periscope_state::{DailyLimit, Email, NewAccount, State};
 use periscope_synth::SynthConfig;
+use periscope_web::{Web, WebConfig};
 
 use crate::config::{Config, ConfigArgs, LogFormat};
 use crate::ingest::{DEFAULT_BATCH, STORE_FILE, ingest_synthetic};
 use crate::ingest_socket;
 use crate::synth::group;
 
+/// How often dead sessions and sign-in records are deleted.
+const PURGE_EVERY: Duration = Duration::from_secs(3600);
+/// The embedded sign-in service's client id for the browser application.
+const WEB_CLIENT_ID: &str = "periscope-web";
+/// The file holding that client's secret, in the data directory.
+const WEB_SECRET_FILE: &str = "web-client-secret";
 /// How often the refresher looks for new data.
 const REFRESH_EVERY: Duration = Duration::from_secs(5);
 /// Hosts in the demo dataset.
@@ -203,13 +212,46 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
     let address = listener
         .local_addr()
         .context("cannot read the listening address")?;
-    tracing::info!(address = %address, data = %data.display(), "listening");
-    announce(address, demo_key.as_deref());
+    let public_url = config
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{address}"));
+    let (browser, signin) = browser_app(&config, &public_url, &state).await?;
+    let mut router = periscope_api::router(app).merge(browser.router());
+    if let Some(signin) = &signin {
+        router = router.nest(signin.mount_path(), signin.router());
+    }
+    let purger = {
+        let (browser, signin) = (browser.clone(), signin.clone());
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(PURGE_EVERY);
+            loop {
+                every.tick().await;
+                if let Err(e) = browser.purge().await {
+                    tracing::warn!(error = %error_chain(&e), "cannot purge web sessions");
+                }
+                if let Some(signin) = &signin
+                    && let Err(e) = signin.purge().await
+                {
+                    tracing::warn!(error = %error_chain(&e), "cannot purge sign-in records");
+                }
+            }
+        })
+    };
+    tracing::info!(address = %address, data = %data.display(), public_url = %public_url, "listening");
+    announce(address, &public_url, demo_key.as_deref());
 
-    axum::serve(listener, periscope_api::router(app))
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("the server failed")?;
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await
+    .context("the server failed")?;
+    purger.abort();
+    if let Some(signin) = &signin {
+        signin.close().await;
+    }
 
     tracing::info!("shutting down");
     ingest_task.abort();
@@ -220,6 +262,101 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
     let _ = tokio::task::spawn_blocking(move || refresher.join()).await;
     state.close().await;
     Ok(())
+}
+
+/// The browser application, and the embedded sign-in service it signs in with unless `[web]`
+/// names an external provider.
+async fn browser_app(
+    config: &Config,
+    public_url: &str,
+    state: &State,
+) -> Result<(Web, Option<SignIn>)> {
+    let clock: Arc<dyn periscope_signin::Clock> = Arc::new(periscope_signin::SystemClock);
+    if let Some(issuer) = &config.web.issuer {
+        let (Some(id), Some(secret)) = (&config.web.client_id, &config.web.client_secret) else {
+            return Err(anyhow!(
+                "`web.issuer` names an external sign-in provider, so `web.client_id` and \
+                 `web.client_secret` are required too (see docs/configuration.md)"
+            ));
+        };
+        let web = Web::new(
+            WebConfig::new(public_url, issuer, id, secret),
+            state.clone(),
+            clock,
+        )?;
+        tracing::info!(issuer = %issuer, "the web application signs in with an external provider");
+        return Ok((web, None));
+    }
+    let data = &config.data;
+    let secret = web_client_secret(data)?;
+    let database = match &config.database_url {
+        Some(url) => url.clone(),
+        None => data.join("state.db").display().to_string(),
+    };
+    let mail = match &config.signin.smtp_host {
+        Some(host) => MailConfig::Smtp {
+            host: host.clone(),
+            port: config.signin.smtp_port.unwrap_or(25),
+            timeout_secs: 10,
+        },
+        None => MailConfig::Outbox {
+            dir: data.join("outbox"),
+        },
+    };
+    let issuer = format!("{public_url}/auth");
+    let web_config = WebConfig::new(public_url, &issuer, WEB_CLIENT_ID, &secret);
+    let mut signin_config = SignInConfig::new(&issuer, database, mail);
+    signin_config.clients.push(ClientConfig {
+        client_id: WEB_CLIENT_ID.into(),
+        client_secret: secret,
+        redirect_uris: vec![web_config.callback_url()],
+        post_logout_redirect_uris: vec![web_config.signed_out_url()],
+    });
+    signin_config.application_url = Some(format!("{public_url}/"));
+    if let Some(from) = &config.signin.mail_from {
+        signin_config.mail_from = from.clone();
+    }
+    if let Some(version) = &config.signin.terms_version {
+        signin_config.terms_version = version.clone();
+    }
+    let signin = SignIn::open(signin_config)
+        .await
+        .context("cannot start the sign-in service")?;
+    let web = Web::new(web_config, state.clone(), clock)?;
+    Ok((web, Some(signin)))
+}
+
+/// The embedded client's secret: generated once into `DATA/web-client-secret` (mode 0600)
+/// and read back at every start.
+fn web_client_secret(data: &Path) -> Result<String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = data.join(WEB_SECRET_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(s) if s.trim().len() >= 16 => return Ok(s.trim().to_owned()),
+        Ok(_) => {
+            return Err(anyhow!(
+                "{} holds no usable secret (at least 16 characters); delete it to generate a new one",
+                path.display()
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::getrandom(&mut bytes)
+        .map_err(|e| anyhow!("no randomness for the client secret: {e}"))?;
+    let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::create_dir_all(data)
+        .with_context(|| format!("cannot create the data directory {}", data.display()))?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    writeln!(file, "{secret}").with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(secret)
 }
 
 /// Whether the store holds any host (a missing store holds none).
@@ -272,9 +409,9 @@ async fn create_demo_key(state: &State, now: Timestamp) -> Result<String> {
     Ok(key.expose().to_owned())
 }
 
-fn announce(address: SocketAddr, demo_key: Option<&str>) {
+fn announce(address: SocketAddr, public_url: &str, demo_key: Option<&str>) {
     let base = format!("http://{address}");
-    eprintln!("periscope: serving {base} (Ctrl-C stops)");
+    eprintln!("periscope: serving {base} (Ctrl-C stops); the browser application at {public_url}/");
     if let Some(key) = demo_key {
         eprintln!(
             "periscope: demo account {DEMO_EMAIL}; its API key (shown once, keep it):\n\n    \
