@@ -1,0 +1,486 @@
+//! Test support: the embedded default (sign-in service under `/auth`, web application at `/`)
+//! on a loopback port over a test database, a browser (reqwest with a cookie jar, redirects by
+//! hand), a real SMTP server (aiosmtpd), and the log capture every secret is checked against.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Once, OnceLock};
+use std::time::Duration;
+
+use periscope_signin::{BANNER, ClientConfig, Config, MailConfig, ManualClock, SignIn};
+use periscope_state::State;
+use periscope_state::testing::{Fixture, Target, TempDir};
+use periscope_web::{Web, WebConfig};
+
+// ---------------------------------------------------------------- logs
+
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+struct Capture;
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Installs, once per process, a subscriber that keeps every event of every crate at every
+/// level.
+pub fn capture_logs() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(|| Capture)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+    });
+}
+
+pub fn logs() -> String {
+    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+}
+
+/// Fails when any of `secrets` appears in the log.
+pub fn assert_not_logged(what: &str, secrets: &[&str]) {
+    let logs = logs();
+    assert!(!logs.is_empty(), "the log capture saw nothing");
+    for secret in secrets {
+        assert!(
+            secret.len() >= 8,
+            "{what}: {secret:?} is too short to search for"
+        );
+        assert!(!logs.contains(secret), "{what}: {secret:?} reached the log");
+    }
+}
+
+// ---------------------------------------------------------------- the app
+
+/// The database the sign-in tables go into: the state database itself.
+pub fn database(fixture: &Fixture) -> String {
+    match &fixture.target {
+        Target::Sqlite(dir) => dir.join("state.db").display().to_string(),
+        Target::Postgres(url) => url.clone(),
+    }
+}
+
+pub const CLIENT_ID: &str = "periscope-web";
+pub const CLIENT_SECRET: &str = "web-secret-0123456789";
+
+/// What `periscope serve` runs in its embedded default, in this process: the sign-in service
+/// under `/auth` and the web application at `/`, one listener, one clock for both.
+pub struct App {
+    pub origin: String,
+    pub clock: Arc<ManualClock>,
+    pub signin: Option<SignIn>,
+    pub outbox: PathBuf,
+    _outbox_dir: TempDir,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+pub fn real_now() -> i64 {
+    periscope_signin::Clock::now(&periscope_signin::SystemClock)
+}
+
+impl App {
+    /// The embedded default; e-mail over SMTP to `smtp_port`, or into the outbox.
+    pub async fn embedded(fixture: &Fixture, smtp_port: Option<u16>) -> App {
+        capture_logs();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let issuer = format!("{origin}/auth");
+        let outbox_dir = TempDir::new("web-outbox");
+        let outbox = outbox_dir.path().join("outbox");
+        let mail = match smtp_port {
+            Some(port) => MailConfig::Smtp {
+                host: "127.0.0.1".into(),
+                port,
+                timeout_secs: 10,
+            },
+            None => MailConfig::Outbox {
+                dir: outbox.clone(),
+            },
+        };
+        let web_config = WebConfig::new(&origin, &issuer, CLIENT_ID, CLIENT_SECRET);
+        let mut config = Config::new(&issuer, database(fixture), mail);
+        config.clients.push(ClientConfig {
+            client_id: CLIENT_ID.into(),
+            client_secret: CLIENT_SECRET.into(),
+            redirect_uris: vec![web_config.callback_url()],
+            post_logout_redirect_uris: vec![web_config.signed_out_url()],
+        });
+        config.mail_from = "Periscope <no-reply@periscope.test>".into();
+        config.signing_key_pem = Some(test_key_pem());
+        // Starts at the real time: the relying party checks token expiry against it.
+        let clock = Arc::new(ManualClock::new(real_now()));
+        let signin = SignIn::open_with_clock(config, clock.clone())
+            .await
+            .unwrap();
+        let web = Web::new(web_config, fixture.state.clone(), clock.clone()).unwrap();
+        let router = web.router().nest(signin.mount_path(), signin.router());
+        let server = serve(listener, router);
+        App {
+            origin,
+            clock,
+            signin: Some(signin),
+            outbox,
+            _outbox_dir: outbox_dir,
+            server,
+        }
+    }
+
+    /// The web application alone, signing in with the provider at `issuer`.
+    pub async fn external(state: &State, issuer: &str, id: &str, secret: &str) -> App {
+        Self::external_on(
+            state,
+            tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            issuer,
+            id,
+            secret,
+        )
+    }
+
+    pub fn external_on(
+        state: &State,
+        listener: tokio::net::TcpListener,
+        issuer: &str,
+        id: &str,
+        secret: &str,
+    ) -> App {
+        capture_logs();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let clock = Arc::new(ManualClock::new(real_now()));
+        let web = Web::new(
+            WebConfig::new(&origin, issuer, id, secret),
+            state.clone(),
+            clock.clone(),
+        )
+        .unwrap();
+        let outbox_dir = TempDir::new("web-outbox");
+        let server = serve(listener, web.router());
+        App {
+            origin,
+            clock,
+            signin: None,
+            outbox: outbox_dir.path().join("outbox"),
+            _outbox_dir: outbox_dir,
+            server,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.origin)
+    }
+
+    /// An absolute URL for a `Location` (relative ones are on this app).
+    pub fn absolute(&self, location: &str) -> String {
+        if location.starts_with('/') {
+            self.url(location)
+        } else {
+            location.to_owned()
+        }
+    }
+}
+
+fn serve(listener: tokio::net::TcpListener, router: axum::Router) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap();
+    })
+}
+
+/// A key generated once per test process (RSA generation is slow in debug builds).
+pub fn test_key_pem() -> String {
+    static PEM: OnceLock<String> = OnceLock::new();
+    PEM.get_or_init(|| {
+        use rsa::pkcs8::EncodePrivateKey;
+        let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).unwrap();
+        key.to_pkcs8_pem(rsa::pkcs8::LineEnding::LF)
+            .unwrap()
+            .to_string()
+    })
+    .clone()
+}
+
+// ---------------------------------------------------------------- mail
+
+/// The first confirmation link in a message.
+pub fn link_in(message: &str) -> String {
+    let start = message.find("http://").expect("a link in the message");
+    let end = message[start..]
+        .find(char::is_whitespace)
+        .map_or(message.len(), |e| start + e);
+    let link = message[start..end].to_owned();
+    assert!(link.contains("/auth/confirm?token="), "{link}");
+    link
+}
+
+/// A real SMTP server (Python's aiosmtpd) on a loopback port, writing into a maildir.
+pub struct SmtpServer {
+    pub port: u16,
+    child: tokio::process::Child,
+    maildir: TempDir,
+}
+
+impl Drop for SmtpServer {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+/// The python of the aiosmtpd virtual environment: PERISCOPE_TEST_AIOSMTPD_PYTHON, else what
+/// `scripts/aiosmtpd-venv` makes. `None` (outside CI only) when it cannot be had.
+fn aiosmtpd_python() -> Option<String> {
+    static PYTHON: OnceLock<Option<String>> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            if let Ok(python) = std::env::var("PERISCOPE_TEST_AIOSMTPD_PYTHON") {
+                return Some(python);
+            }
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/aiosmtpd-venv");
+            match std::process::Command::new(&script).output() {
+                Ok(out) if out.status.success() => {
+                    Some(String::from_utf8(out.stdout).unwrap().trim().to_owned())
+                }
+                other => {
+                    let why = match other {
+                        Ok(out) => String::from_utf8_lossy(&out.stderr).into_owned(),
+                        Err(e) => e.to_string(),
+                    };
+                    if std::env::var("CI").as_deref() == Ok("true") {
+                        panic!("aiosmtpd is required under CI=true: {why}");
+                    }
+                    eprintln!(
+                        "SKIPPED: the SMTP journey needs aiosmtpd ({}): {why}",
+                        script.display()
+                    );
+                    None
+                }
+            }
+        })
+        .clone()
+}
+
+impl SmtpServer {
+    /// Starts aiosmtpd, or `None` when it is unavailable (outside CI).
+    pub async fn start() -> Option<SmtpServer> {
+        let python = aiosmtpd_python()?;
+        let port = free_port();
+        let maildir = TempDir::new("aiosmtpd");
+        let child = tokio::process::Command::new(python)
+            .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}")])
+            .args(["-c", "aiosmtpd.handlers.Mailbox"])
+            .arg(maildir.path().join("mail"))
+            .kill_on_drop(true)
+            .spawn()
+            .expect("aiosmtpd starts");
+        wait_for_port(port, "aiosmtpd").await;
+        Some(SmtpServer {
+            port,
+            child,
+            maildir,
+        })
+    }
+
+    /// The messages to `email`, oldest first.
+    pub fn messages_to(&self, email: &str) -> Vec<String> {
+        let new = self.maildir.path().join("mail").join("new");
+        let Ok(entries) = std::fs::read_dir(new) else {
+            return Vec::new();
+        };
+        let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .map(|e| e.unwrap())
+            .map(|e| (e.metadata().unwrap().modified().unwrap(), e.path()))
+            .collect();
+        files.sort();
+        files
+            .into_iter()
+            .map(|(_, p)| std::fs::read_to_string(p).unwrap())
+            .filter(|m| {
+                m.to_lowercase()
+                    .contains(&format!("to: {}", email.to_lowercase()))
+            })
+            .collect()
+    }
+}
+
+pub fn free_port() -> u16 {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    probe.local_addr().unwrap().port()
+}
+
+pub async fn wait_for_port(port: u16, what: &str) {
+    for _ in 0..400 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what} did not listen on 127.0.0.1:{port} within 20 s");
+}
+
+// ---------------------------------------------------------------- browser
+
+/// A browser: a cookie jar, no automatic redirects.
+pub struct Browser {
+    client: reqwest::Client,
+}
+
+pub struct Page {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Page {
+    async fn from(response: reqwest::Response, banner: bool) -> Page {
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response.text().await.unwrap();
+        let page = Page {
+            status,
+            headers,
+            body,
+        };
+        if banner && page.is_html() {
+            assert!(
+                page.body.contains(BANNER),
+                "a page without the preview banner: {}",
+                page.body
+            );
+        }
+        page
+    }
+
+    pub fn is_html(&self) -> bool {
+        self.headers
+            .get("content-type")
+            .is_some_and(|c| c.to_str().unwrap().starts_with("text/html"))
+    }
+
+    pub fn location(&self) -> String {
+        self.headers
+            .get("location")
+            .unwrap_or_else(|| panic!("no Location ({}): {}", self.status, self.body))
+            .to_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// The value of the hidden input `name`.
+    pub fn hidden(&self, name: &str) -> String {
+        let marker = format!("name=\"{name}\" value=\"");
+        let start = self
+            .body
+            .find(&marker)
+            .unwrap_or_else(|| panic!("no field {name}: {}", self.body))
+            + marker.len();
+        let end = start + self.body[start..].find('"').unwrap();
+        self.body[start..end]
+            .replace("&amp;", "&")
+            .replace("&#39;", "'")
+            .replace("&quot;", "\"")
+    }
+
+    pub fn csrf(&self) -> String {
+        self.hidden("csrf")
+    }
+
+    /// The `Set-Cookie` header for `name`.
+    pub fn set_cookie(&self, name: &str) -> Option<String> {
+        self.headers
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .find(|c| c.starts_with(&format!("{name}=")))
+    }
+
+    /// The value a `Set-Cookie` for `name` sets.
+    pub fn cookie_value(&self, name: &str) -> Option<String> {
+        let c = self.set_cookie(name)?;
+        Some(c[name.len() + 1..].split(';').next().unwrap().to_owned())
+    }
+}
+
+impl Browser {
+    pub fn new() -> Browser {
+        Browser {
+            client: reqwest::Client::builder()
+                .cookie_store(true)
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+        }
+    }
+
+    pub async fn get(&self, url: &str) -> Page {
+        Page::from(self.client.get(url).send().await.unwrap(), true).await
+    }
+
+    /// A page of another provider (no Periscope banner expected).
+    pub async fn get_foreign(&self, url: &str) -> Page {
+        Page::from(self.client.get(url).send().await.unwrap(), false).await
+    }
+
+    pub async fn post(&self, url: &str, fields: &[(&str, &str)]) -> Page {
+        Page::from(
+            self.client.post(url).form(fields).send().await.unwrap(),
+            true,
+        )
+        .await
+    }
+
+    pub async fn post_foreign(&self, url: &str, fields: &[(&str, &str)]) -> Page {
+        Page::from(
+            self.client.post(url).form(fields).send().await.unwrap(),
+            false,
+        )
+        .await
+    }
+}
+
+/// The query parameter `name` of `url`.
+pub fn query_param(url: &str, name: &str) -> Option<String> {
+    url::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// `url` with the query parameter `name` set to `value`.
+pub fn with_param(url: &str, name: &str, value: &str) -> String {
+    let mut parsed = url::Url::parse(url).unwrap();
+    let pairs: Vec<(String, String)> = parsed
+        .query_pairs()
+        .map(|(k, v)| {
+            let v = if k == name {
+                value.to_owned()
+            } else {
+                v.into_owned()
+            };
+            (k.into_owned(), v)
+        })
+        .collect();
+    parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    parsed.to_string()
+}
