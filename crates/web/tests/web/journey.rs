@@ -145,8 +145,8 @@ async fn register_sign_in_expire_return_and_sign_out() {
             let email = "Dana@Example.com";
             let org = "Example Ops — Ünïcode & Co";
             let password = "amber lantern quietly 77";
-        // As the provider stores it: local part as typed, domain lower-case.
-        let shown = "Dana@example.com";
+            // As the provider stores it: local part as typed, domain lower-case.
+            let shown = "Dana@example.com";
             let browser = Browser::new();
 
             // No session: "Sign in to search", with the banner (checked on every page).
