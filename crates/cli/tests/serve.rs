@@ -327,3 +327,84 @@ fn ingest_beside_a_running_server_is_searchable_within_seconds() {
     assert!(!stdout.contains("through:"), "{stdout}");
     assert!(stdout.contains("superseded:        1\n"), "{stdout}");
 }
+
+/// One GET, the whole response (status line, headers and body) as text.
+fn raw_get(address: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn serve_demo_mounts_the_sign_in_service_and_the_web_application() {
+    let dir = scratch("serve_web");
+    let data = dir.join("data");
+    let data_str = data.to_str().unwrap();
+    let server = Server::start(data_str, false);
+    let address = server.address.clone();
+
+    // The embedded sign-in service under /auth, its issuer derived from the actual address.
+    let (status, body) = http(
+        &address,
+        "GET",
+        "/auth/.well-known/openid-configuration",
+        None,
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["issuer"], format!("http://{address}/auth"));
+    assert_eq!(
+        doc["end_session_endpoint"],
+        format!("http://{address}/auth/logout")
+    );
+
+    // The web application at /: without a session, "Sign in to search" with the banner.
+    let (status, body) = http(&address, "GET", "/", None, "");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Sign in to search"), "{body}");
+    assert!(
+        body.contains("Preview: Periscope is a free preview service offered to businesses only."),
+        "{body}"
+    );
+    // Its sign-in goes to the embedded provider with the automatically configured client.
+    let response = raw_get(&address, "/signin");
+    assert!(response.starts_with("HTTP/1.1 303"), "{response}");
+    assert!(
+        response.contains(&format!(
+            "location: http://{address}/auth/authorize?response_type=code&client_id=periscope-web"
+        )),
+        "{response}"
+    );
+    // The registration page of the provider, with the banner too.
+    let (status, body) = http(&address, "GET", "/auth/register", None, "");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Preview: Periscope"), "{body}");
+    // The API is still beside them.
+    assert_eq!(http(&address, "GET", "/healthz", None, "").0, 200);
+
+    // The client secret is generated once, readable by the owner only.
+    use std::os::unix::fs::PermissionsExt;
+    let secret = data.join("web-client-secret");
+    let mode = std::fs::metadata(&secret).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    let first = std::fs::read_to_string(&secret).unwrap();
+    let lines = server.stop();
+    assert!(
+        !lines.iter().any(|l| l.contains(first.trim())),
+        "the client secret reached the log"
+    );
+    let again = Server::start(data_str, false);
+    let _ = again.stop();
+    assert_eq!(
+        std::fs::read_to_string(&secret).unwrap(),
+        first,
+        "kept across restarts"
+    );
+}
