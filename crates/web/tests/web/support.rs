@@ -78,7 +78,6 @@ pub const CLIENT_SECRET: &str = "web-secret-0123456789";
 pub struct App {
     pub origin: String,
     pub clock: Arc<ManualClock>,
-    pub signin: Option<SignIn>,
     pub outbox: PathBuf,
     _outbox_dir: TempDir,
     server: tokio::task::JoinHandle<()>,
@@ -134,7 +133,6 @@ impl App {
         App {
             origin,
             clock,
-            signin: Some(signin),
             outbox,
             _outbox_dir: outbox_dir,
             server,
@@ -173,7 +171,6 @@ impl App {
         App {
             origin,
             clock,
-            signin: None,
             outbox: outbox_dir.path().join("outbox"),
             _outbox_dir: outbox_dir,
             server,
