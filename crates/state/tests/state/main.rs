@@ -10,3 +10,4 @@ mod cursors;
 mod harness;
 mod keys;
 mod open;
+mod web;
