@@ -1,0 +1,125 @@
+//! `GET /account` and `POST /account/marketing`: the account as recorded, and giving or
+//! withdrawing marketing consent.
+
+use axum::extract::{Form, State as AxumState};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+
+use crate::Web;
+use crate::html::{escape, message, page};
+use crate::session::*;
+
+pub(crate) async fn account(
+    AxumState(web): AxumState<Web>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let signed = match require_session(&web, &headers, &uri).await {
+        Ok(signed) => signed,
+        Err(page) => return page,
+    };
+    account_page(&web, &signed, None).await
+}
+
+pub(crate) async fn account_page(web: &Web, signed: &Signed, notice: Option<&str>) -> Response {
+    let orgs = match web.inner.state.organisations_of(signed.account.id).await {
+        Ok(orgs) => orgs,
+        Err(e) => return internal("cannot read the organisations", &e),
+    };
+    let account = &signed.account;
+    let mut body = String::from("<main><h1>Account</h1>");
+    if let Some(notice) = notice {
+        body.push_str(&format!(
+            "<p role=\"status\"><strong>{}</strong></p>",
+            escape(notice)
+        ));
+    }
+    body.push_str(&format!(
+        "<p>E-mail: {}</p>",
+        escape(account.email.as_str())
+    ));
+    for org in &orgs {
+        body.push_str(&format!(
+            "<p>Organisation: {} <span class=\"note\">({})</span></p>",
+            escape(&org.name),
+            if org.verified {
+                "verified"
+            } else {
+                "as typed at registration, not verified"
+            }
+        ));
+    }
+    if let Some(terms) = &account.terms {
+        body.push_str(&format!(
+            "<p>Terms accepted: version {} on {}</p>",
+            escape(&terms.version),
+            escape(&terms.accepted_at.to_string())
+        ));
+    }
+    let (state_text, button, value) = if account.marketing_consent {
+        (
+            "You have consented to marketing e-mail.",
+            "Withdraw consent to marketing e-mail",
+            "withdraw",
+        )
+    } else {
+        (
+            "You receive no marketing e-mail.",
+            "Consent to marketing e-mail",
+            "give",
+        )
+    };
+    body.push_str(&format!(
+        "<h2>Marketing e-mail</h2><p>{state_text} Changing this never affects your access.</p>\
+         <form method=\"post\" action=\"/account/marketing\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <input type=\"hidden\" name=\"consent\" value=\"{value}\">\
+         <button class=\"button\" type=\"submit\">{button}</button></form></main>",
+        csrf = escape(&signed.session.csrf),
+    ));
+    page(StatusCode::OK, "Account", Some(&signed.top()), &body)
+}
+
+pub(crate) async fn marketing(
+    AxumState(web): AxumState<Web>,
+    headers: HeaderMap,
+    uri: Uri,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let mut signed = match require_session(&web, &headers, &uri).await {
+        Ok(signed) => signed,
+        Err(page) => return page,
+    };
+    if !same(&form.csrf, &signed.session.csrf) {
+        return csrf_refused(Some(&signed.top()));
+    }
+    let consent = match form.consent.as_str() {
+        "withdraw" => false,
+        "give" => true,
+        _ => {
+            return message(
+                StatusCode::BAD_REQUEST,
+                "Nothing was changed",
+                &["The form asked for neither giving nor withdrawing consent."],
+                Some(("/account", "Back to the account")),
+                Some(&signed.top()),
+            );
+        }
+    };
+    if let Err(e) = web
+        .inner
+        .state
+        .set_marketing_consent(signed.account.id, consent)
+        .await
+    {
+        return internal("cannot record the marketing consent", &e);
+    }
+    tracing::info!(account = %signed.account.id, consent, "marketing consent changed");
+    signed.account.marketing_consent = consent;
+    let notice = if consent {
+        "Consent to marketing e-mail recorded."
+    } else {
+        "Consent to marketing e-mail withdrawn. Your access is unchanged."
+    };
+    account_page(&web, &signed, Some(notice)).await
+}

@@ -1,0 +1,7 @@
+//! The handlers, laid out like the URLs: `pages` (`/`, the account menu's placeholders,
+//! `/signed-out`), `signin` (`/signin`, `/oidc/callback`), `signout`, `account`.
+
+pub(crate) mod account;
+pub(crate) mod pages;
+pub(crate) mod signin;
+pub(crate) mod signout;

@@ -1,0 +1,250 @@
+//! What every handler shares: the session check (idle timeout, "Sign in to search", "Your
+//! session expired"), cookies, `return_to` validation, the CSRF check, redirects and the error
+//! pages.
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use periscope_state::{Account, WebSession, WebSessionLookup};
+
+use crate::html::{self, TopBar, message};
+use crate::{CALLBACK_PATH, SESSION_COOKIE, SIGN_IN_TO_SEARCH, UNAVAILABLE, Web};
+
+/// 32 random bytes, base64url.
+pub(crate) fn random_token() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::getrandom(&mut bytes)?;
+    Ok(URL_SAFE_NO_PAD.encode(bytes))
+}
+
+pub(crate) fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// `return_to` when it is a same-origin relative path (with its query), else `/`.
+pub(crate) fn safe_return_to(candidate: Option<&str>) -> String {
+    match candidate {
+        Some(p)
+            if p.starts_with('/')
+                && !p.starts_with("//")
+                && !p.starts_with("/\\")
+                && p.len() <= 2048
+                && !p.chars().any(|c| c.is_control() || c == '\\')
+                && !p.starts_with("/signin")
+                && !p.starts_with(CALLBACK_PATH) =>
+        {
+            p.to_owned()
+        }
+        _ => "/".to_owned(),
+    }
+}
+
+pub(crate) fn redirect(to: &str) -> Response {
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    if let Ok(v) = HeaderValue::from_str(to) {
+        response.headers_mut().insert(header::LOCATION, v);
+    }
+    html::secure_headers(response.headers_mut());
+    response
+}
+
+pub(crate) fn sign_in_href(return_to: &str) -> String {
+    url::form_urlencoded::Serializer::new("/signin?".to_owned())
+        .append_pair("return_to", return_to)
+        .finish()
+        .replacen("/signin?&", "/signin?", 1)
+}
+
+pub(crate) fn unavailable(why: &str) -> Response {
+    tracing::warn!(reason = %why, "the sign-in service cannot be reached");
+    message(
+        StatusCode::SERVICE_UNAVAILABLE,
+        UNAVAILABLE,
+        &[
+            "Periscope cannot reach its sign-in service just now, so nobody can sign in or out. Try again in a few minutes.",
+        ],
+        Some(("/", "Try again")),
+        None,
+    )
+}
+
+pub(crate) fn internal(what: &str, e: &dyn std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "{what}");
+    message(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Something went wrong",
+        &["The request could not be completed. Try again; if it keeps failing, report a problem."],
+        Some(("/", "Back to Periscope")),
+        None,
+    )
+}
+
+pub(crate) fn sign_in_failed(why: &str) -> Response {
+    tracing::warn!(reason = %why, "a sign-in was refused");
+    message(
+        StatusCode::BAD_REQUEST,
+        "The sign-in could not be completed",
+        &[
+            why,
+            "Nothing was signed in. Start again from the sign-in button.",
+        ],
+        Some(("/signin", "Sign in")),
+        None,
+    )
+}
+
+/// A signed-in request: the session and its account.
+pub(crate) struct Signed {
+    pub(crate) session_id: String,
+    pub(crate) session: WebSession,
+    pub(crate) account: Account,
+}
+
+impl Signed {
+    pub(crate) fn top(&self) -> TopBar<'_> {
+        TopBar {
+            email: self.account.email.as_str(),
+            csrf: &self.session.csrf,
+        }
+    }
+}
+
+/// The session of this request, or the page to show instead: "Sign in to search" without a
+/// session, "Your session expired" after the idle timeout (both offering to sign in and come
+/// back to `uri`).
+pub(crate) async fn require_session(
+    web: &Web,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<Signed, Response> {
+    let inner = &web.inner;
+    let here = safe_return_to(uri.path_and_query().map(|p| p.as_str()));
+    let Some(session_id) = cookie_value(headers, SESSION_COOKIE) else {
+        return Err(sign_in_to_search(&here));
+    };
+    let lookup = inner
+        .state
+        .web_session(&session_id, inner.now(), inner.idle_secs)
+        .await
+        .map_err(|e| internal("cannot read the session", &e))?;
+    let session = match lookup {
+        WebSessionLookup::Active(session) => session,
+        WebSessionLookup::Expired | WebSessionLookup::Unknown => {
+            let mut response = message(
+                StatusCode::OK,
+                "Your session expired",
+                &[
+                    "You were signed out after 30 minutes without activity. Sign in again to continue where you were.",
+                ],
+                Some((&sign_in_href(&here), "Sign in again")),
+                None,
+            );
+            response.headers_mut().append(
+                header::SET_COOKIE,
+                inner.cookie(SESSION_COOKIE, "", "/", Some(0)),
+            );
+            return Err(response);
+        }
+    };
+    let account = match inner.state.account(session.account).await {
+        Ok(Some(account)) => account,
+        Ok(None) => return Err(sign_in_to_search(&here)),
+        Err(e) => return Err(internal("cannot read the account", &e)),
+    };
+    Ok(Signed {
+        session_id,
+        session,
+        account,
+    })
+}
+
+pub(crate) fn sign_in_to_search(here: &str) -> Response {
+    message(
+        StatusCode::OK,
+        SIGN_IN_TO_SEARCH,
+        &[
+            "Periscope shows what hosts expose on the internet. Sign in with your business account to search; if you have none yet, the sign-in page lets you register.",
+        ],
+        Some((&sign_in_href(here), "Sign in")),
+        None,
+    )
+}
+
+#[derive(serde::Deserialize)]
+pub(crate) struct CsrfForm {
+    #[serde(default)]
+    pub(crate) csrf: String,
+    #[serde(default)]
+    pub(crate) consent: String,
+}
+
+pub(crate) fn csrf_refused(top: Option<&TopBar<'_>>) -> Response {
+    tracing::warn!("a form without a valid CSRF token was refused");
+    message(
+        StatusCode::FORBIDDEN,
+        "This form has expired",
+        &[
+            "The form was not sent from this session's page, so nothing was changed. Open the page again and retry.",
+        ],
+        Some(("/", "Back to Periscope")),
+        top,
+    )
+}
+
+pub(crate) fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn return_to_must_be_same_origin_relative() {
+        assert_eq!(safe_return_to(Some("/?q=port%3A22")), "/?q=port%3A22");
+        assert_eq!(safe_return_to(Some("/account")), "/account");
+        for bad in [
+            "//evil.example/",
+            "/\\evil.example",
+            "https://evil.example/",
+            "evil",
+            "/signin?return_to=/",
+            "/a\nb",
+            "",
+        ] {
+            assert_eq!(safe_return_to(Some(bad)), "/", "{bad:?}");
+        }
+        assert_eq!(safe_return_to(None), "/");
+    }
+
+    #[test]
+    fn sign_in_link_encodes_the_return_path() {
+        assert_eq!(
+            sign_in_href("/?q=a b&x=1"),
+            "/signin?return_to=%2F%3Fq%3Da+b%26x%3D1"
+        );
+    }
+
+    #[test]
+    fn cookies_are_read_by_name() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; periscope_session=xyz; b=2"),
+        );
+        assert_eq!(cookie_value(&h, SESSION_COOKIE).as_deref(), Some("xyz"));
+        assert_eq!(cookie_value(&h, crate::LOGIN_COOKIE), None);
+    }
+}
