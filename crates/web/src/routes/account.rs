@@ -114,7 +114,7 @@ pub(crate) async fn marketing(
     {
         return internal("cannot record the marketing consent", &e);
     }
-    tracing::info!(account = %signed.account.id, consent, "marketing consent changed");
+    tracing::info!(account.id = %signed.account.id, consent, "marketing consent changed");
     signed.account.marketing_consent = consent;
     let notice = if consent {
         "Consent to marketing e-mail recorded."

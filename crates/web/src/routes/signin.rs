@@ -133,7 +133,7 @@ pub(crate) async fn finish_sign_in(
     {
         return internal("cannot store the session", &e);
     }
-    tracing::info!(account = %account.id, "signed in to the web application");
+    tracing::info!(account.id = %account.id, "signed in to the web application");
     let mut response = redirect(&pending.return_to);
     response.headers_mut().append(
         header::SET_COOKIE,
@@ -220,7 +220,7 @@ pub(crate) async fn prepare_account(
                     )
                     .await?;
             }
-            tracing::info!(account = %created.id, "account prepared at first sign-in");
+            tracing::info!(account.id = %created.id, "account prepared at first sign-in");
             state.account(created.id).await?.unwrap_or(created)
         }
     };

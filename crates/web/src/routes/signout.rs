@@ -26,7 +26,7 @@ pub(crate) async fn sign_out(
         Ok(ended) => ended,
         Err(e) => return internal("cannot end the session", &e),
     };
-    tracing::info!(account = %signed.account.id, "signed out of the web application");
+    tracing::info!(account.id = %signed.account.id, "signed out of the web application");
     let clear = inner.cookie(SESSION_COOKIE, "", "/", Some(0));
     let id_token = ended.map_or(signed.session.id_token, |s| s.id_token);
     let mut response = match inner.rp.discover().await {
