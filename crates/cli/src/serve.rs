@@ -216,7 +216,7 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{address}"));
-    let (browser, signin) = browser_app(&config, &public_url, &state).await?;
+    let (browser, signin) = browser_app(&config, &public_url, address, &state).await?;
     let mut router = periscope_api::router(app).merge(browser.router());
     if let Some(signin) = &signin {
         router = router.nest(signin.mount_path(), signin.router());
@@ -269,6 +269,7 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
 async fn browser_app(
     config: &Config,
     public_url: &str,
+    address: SocketAddr,
     state: &State,
 ) -> Result<(Web, Option<SignIn>)> {
     let clock: Arc<dyn periscope_signin::Clock> = Arc::new(periscope_signin::SystemClock);
@@ -304,7 +305,17 @@ async fn browser_app(
         },
     };
     let issuer = format!("{public_url}/auth");
-    let web_config = WebConfig::new(public_url, &issuer, WEB_CLIENT_ID, &secret);
+    let mut web_config = WebConfig::new(public_url, &issuer, WEB_CLIENT_ID, &secret);
+    // The web application reaches the embedded provider on the listening address, whatever
+    // the public URL (a proxy's, perhaps https) says.
+    let mut internal = address;
+    if internal.ip().is_unspecified() {
+        internal.set_ip(match internal.ip() {
+            std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    web_config.provider_url = Some(format!("http://{internal}"));
     let mut signin_config = SignInConfig::new(&issuer, database, mail);
     signin_config.clients.push(ClientConfig {
         client_id: WEB_CLIENT_ID.into(),

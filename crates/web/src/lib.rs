@@ -70,6 +70,11 @@ pub struct WebConfig {
     pub client_secret: String,
     /// Idle time after which a session ends (default 30 minutes).
     pub session_idle_secs: i64,
+    /// Where this application sends its requests to the provider when that differs from the
+    /// issuer's origin: `http://host:port`, replacing the issuer's scheme, host and port (its
+    /// path stays). `periscope serve` sets it to its own listening address for the embedded
+    /// provider, so the issuer may be a public `https` URL behind a proxy. `None`: the issuer.
+    pub provider_url: Option<String>,
 }
 
 impl WebConfig {
@@ -86,6 +91,7 @@ impl WebConfig {
             client_id: client_id.into(),
             client_secret: client_secret.into(),
             session_idle_secs: DEFAULT_IDLE_SECS,
+            provider_url: None,
         }
     }
 
@@ -167,13 +173,29 @@ impl Web {
     pub fn new(config: WebConfig, state: State, clock: Arc<dyn Clock>) -> Result<Self, WebError> {
         let public = check_url("web.public_url", &config.public_url, false)?;
         let issuer = check_url("web.issuer", &config.issuer, true)?;
-        if issuer.scheme() == "https" {
-            return Err(config_error(
-                "web.issuer",
-                "is https, and this build reaches the sign-in service over plain HTTP only \
-                 (loopback or a trusted network); see docs/web.md",
-            ));
-        }
+        let rewrite = match &config.provider_url {
+            Some(internal) => {
+                let url = check_url("web.provider_url", internal, false)?;
+                if url.scheme() != "http" {
+                    return Err(config_error(
+                        "web.provider_url",
+                        "must be http: this build has no TLS client",
+                    ));
+                }
+                Some((
+                    issuer.origin().ascii_serialization(),
+                    url.origin().ascii_serialization(),
+                ))
+            }
+            None if issuer.scheme() == "https" => {
+                return Err(config_error(
+                    "web.issuer",
+                    "is https, and this build reaches the sign-in service over plain HTTP only \
+                     (loopback or a trusted network); see docs/web.md",
+                ));
+            }
+            None => None,
+        };
         if config.client_id.is_empty() {
             return Err(config_error("web.client_id", "is empty"));
         }
@@ -202,6 +224,7 @@ impl Web {
                     client_secret: config.client_secret,
                     redirect_uri,
                     http,
+                    rewrite,
                 },
                 issuer: config.issuer,
                 public_url: config.public_url,

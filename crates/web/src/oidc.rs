@@ -8,14 +8,18 @@
 //! provider's current keys every time): when it fails the user sees "Session service
 //! unavailable".
 
+use std::future::Future;
+use std::pin::Pin;
+
 use openidconnect::core::{
     CoreAuthenticationFlow, CoreClient, CoreGenderClaim, CoreJweContentEncryptionAlgorithm,
     CoreJwsSigningAlgorithm,
 };
 use openidconnect::{
-    AdditionalClaims, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointMaybeSet,
-    EndpointNotSet, EndpointSet, IdToken, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier,
-    ProviderMetadataWithLogout, RedirectUrl, RequestTokenError, Scope, TokenResponse,
+    AdditionalClaims, AsyncHttpClient, AuthorizationCode, ClientId, ClientSecret, CsrfToken,
+    EndpointMaybeSet, EndpointNotSet, EndpointSet, HttpClientError, HttpRequest, HttpResponse,
+    IdToken, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier, ProviderMetadataWithLogout,
+    RedirectUrl, RequestTokenError, Scope, TokenResponse,
 };
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +76,25 @@ pub(crate) struct RelyingParty {
     pub(crate) client_secret: String,
     pub(crate) redirect_uri: RedirectUrl,
     pub(crate) http: reqwest::Client,
+    /// (the issuer's origin, the origin to send its requests to instead): the embedded
+    /// provider is reached on the listening address even when the issuer is the public
+    /// (proxied, perhaps https) URL.
+    pub(crate) rewrite: Option<(String, String)>,
+}
+
+type HttpError = HttpClientError<reqwest::Error>;
+
+/// The HTTP client `openidconnect` calls: [`RelyingParty::send`], boxed (a closure returning
+/// its future would not be `Send` for every lifetime, as axum handlers must be).
+struct ProviderHttp<'a>(&'a RelyingParty);
+
+impl<'c> AsyncHttpClient<'c> for ProviderHttp<'_> {
+    type Error = HttpError;
+    type Future = Pin<Box<dyn Future<Output = Result<HttpResponse, HttpError>> + Send + 'c>>;
+
+    fn call(&'c self, request: HttpRequest) -> Self::Future {
+        Box::pin(self.0.send(request))
+    }
 }
 
 /// A discovered provider.
@@ -111,11 +134,27 @@ fn chain(e: &dyn std::error::Error) -> String {
 }
 
 impl RelyingParty {
+    /// Sends one request to the provider, to the internal origin when one is configured.
+    pub(crate) async fn send(&self, mut request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        if let Some((public, internal)) = &self.rewrite {
+            let uri = request.uri().to_string();
+            if let Some(rest) = uri.strip_prefix(public.as_str())
+                && (rest.is_empty() || rest.starts_with('/'))
+            {
+                *request.uri_mut() = format!("{internal}{rest}")
+                    .parse()
+                    .map_err(|e| HttpClientError::Other(format!("cannot rewrite {uri}: {e}")))?;
+            }
+        }
+        self.http.call(request).await
+    }
+
     /// Fetches the provider's discovery document and keys.
     pub(crate) async fn discover(&self) -> Result<Provider, OidcError> {
-        let metadata = ProviderMetadataWithLogout::discover_async(self.issuer.clone(), &self.http)
-            .await
-            .map_err(|e| OidcError::Unavailable(chain(&e)))?;
+        let metadata =
+            ProviderMetadataWithLogout::discover_async(self.issuer.clone(), &ProviderHttp(self))
+                .await
+                .map_err(|e| OidcError::Unavailable(chain(&e)))?;
         let end_session = metadata
             .additional_metadata()
             .end_session_endpoint
@@ -160,7 +199,7 @@ impl Provider {
     /// Redeems `code` with the PKCE verifier and verifies the ID token against `nonce`.
     pub(crate) async fn finish(
         &self,
-        http: &reqwest::Client,
+        rp: &RelyingParty,
         code: &str,
         pkce_verifier: &str,
         nonce: &str,
@@ -171,7 +210,7 @@ impl Provider {
             .map_err(|e| OidcError::Unavailable(format!("no token endpoint: {e}")))?;
         let tokens = request
             .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()))
-            .request_async(http)
+            .request_async(&ProviderHttp(rp))
             .await
             .map_err(|e| match e {
                 RequestTokenError::Request(e) => OidcError::Unavailable(chain(&e)),

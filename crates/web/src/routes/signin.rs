@@ -104,7 +104,7 @@ pub(crate) async fn finish_sign_in(
         Err(e) => return unavailable(&e.to_string()),
     };
     let identity = match provider
-        .finish(&inner.rp.http, code, &pending.pkce_verifier, &pending.nonce)
+        .finish(&inner.rp, code, &pending.pkce_verifier, &pending.nonce)
         .await
     {
         Ok(identity) => identity,

@@ -344,7 +344,7 @@ async fn tampered_state_or_nonce_and_foreign_callbacks_get_no_session() {
         let app = App::embedded(&fixture, None).await;
         let email = "erin@example.org";
         let password = "violet harbour seven 31";
-        register_via_outbox(&app, email, "Erin Ltd", password).await;
+        register_via_outbox(&app, &Browser::new(), email, "Erin Ltd", password).await;
         let browser = Browser::new();
 
         // A tampered state.
@@ -428,8 +428,7 @@ async fn tampered_state_or_nonce_and_foreign_callbacks_get_no_session() {
     .await;
 }
 
-async fn register_via_outbox(app: &App, email: &str, org: &str, password: &str) {
-    let browser = Browser::new();
+async fn register_via_outbox(app: &App, browser: &Browser, email: &str, org: &str, password: &str) {
     let form = browser.get(&app.url("/auth/register")).await;
     let page = browser
         .post(
@@ -490,6 +489,35 @@ async fn provider_down_says_session_service_unavailable() {
             "{}",
             account.body
         );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_public_name_the_provider_is_reached_on_the_listening_address() {
+    on_each_backend("web_public_name", |fixture| async move {
+        // Browsers use a name only they resolve; the application's own requests to the
+        // provider (discovery, keys, token) go to the listening address instead.
+        let app = App::embedded_as(&fixture, None, Some("periscope.test")).await;
+        let address = app.origin.strip_prefix("http://periscope.test:").unwrap();
+        let address: std::net::SocketAddr = format!("127.0.0.1:{address}").parse().unwrap();
+        let browser = Browser::resolving("periscope.test", address);
+        let email = "finn@example.net";
+        let password = "copper meadow ninety 12";
+        register_via_outbox(&app, &browser, email, "Finn GmbH", password).await;
+        let (back, _, asked, _) = sign_in_via_web(
+            &app,
+            &browser,
+            "/signin?return_to=%2Faccount",
+            email,
+            password,
+        )
+        .await;
+        assert!(asked);
+        assert_eq!(back, "/account");
+        let page = browser.get(&app.url("/account")).await;
+        assert!(page.body.contains(email), "{}", page.body);
+        assert!(page.body.contains("Finn GmbH"), "{}", page.body);
     })
     .await;
 }

@@ -96,9 +96,23 @@ pub fn real_now() -> i64 {
 impl App {
     /// The embedded default; e-mail over SMTP to `smtp_port`, or into the outbox.
     pub async fn embedded(fixture: &Fixture, smtp_port: Option<u16>) -> App {
+        Self::embedded_as(fixture, smtp_port, None).await
+    }
+
+    /// The embedded default; with `public_host`, browsers reach it under that name (a proxy's,
+    /// say) while the application reaches the provider on the listening address.
+    pub async fn embedded_as(
+        fixture: &Fixture,
+        smtp_port: Option<u16>,
+        public_host: Option<&str>,
+    ) -> App {
         capture_logs();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let address = listener.local_addr().unwrap();
+        let origin = match public_host {
+            Some(host) => format!("http://{host}:{}", address.port()),
+            None => format!("http://{address}"),
+        };
         let issuer = format!("{origin}/auth");
         let outbox_dir = TempDir::new("web-outbox");
         let outbox = outbox_dir.path().join("outbox");
@@ -112,7 +126,10 @@ impl App {
                 dir: outbox.clone(),
             },
         };
-        let web_config = WebConfig::new(&origin, &issuer, CLIENT_ID, CLIENT_SECRET);
+        let mut web_config = WebConfig::new(&origin, &issuer, CLIENT_ID, CLIENT_SECRET);
+        if public_host.is_some() {
+            web_config.provider_url = Some(format!("http://{address}"));
+        }
         let mut config = Config::new(&issuer, database(fixture), mail);
         config.clients.push(ClientConfig {
             client_id: CLIENT_ID.into(),
@@ -419,6 +436,18 @@ impl Page {
 }
 
 impl Browser {
+    /// A browser that finds `host` at `address` (as a proxy's DNS name would).
+    pub fn resolving(host: &str, address: SocketAddr) -> Browser {
+        Browser {
+            client: reqwest::Client::builder()
+                .cookie_store(true)
+                .redirect(reqwest::redirect::Policy::none())
+                .resolve(host, address)
+                .build()
+                .unwrap(),
+        }
+    }
+
     pub fn new() -> Browser {
         Browser {
             client: reqwest::Client::builder()
