@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use periscope_index::api::{ScanIndex, SearchRequest};
 use periscope_index::engine::LoadError;
-use periscope_index::{EmbeddedIndex, IndexConfig, LiveIndex, Opened};
+use periscope_index::{EmbeddedIndex, IndexConfig, LayeredIndex, LiveIndex, Opened};
 use periscope_model::Timestamp;
 use periscope_model::observation::{Observation, ObservationReader};
 use periscope_query::{Query, Resolution};
@@ -156,7 +156,7 @@ fn synth(hosts: u64) -> Vec<Observation> {
 
 /// Every kind of answer of `a`, written out (so they can be compared after `a` is gone: an
 /// index holds its store open).
-fn answers(a: &EmbeddedIndex) -> Vec<String> {
+fn answers(a: &LayeredIndex) -> Vec<String> {
     let mut out = vec![format!("{:?} {}", a.stats(), a.generation())];
     let texts = [
         "port:443",
