@@ -44,7 +44,7 @@ mod postings;
 mod scans;
 
 pub use layers::LayeredIndex;
-pub use persist::{FORMAT_VERSION, LoadError};
+pub use persist::{DeltaJournal, FORMAT_VERSION, LoadError};
 
 use std::borrow::Cow;
 use std::net::IpAddr;

@@ -51,7 +51,7 @@ use crate::api::{
     Count, Exposure, Facets, HostDetail, IndexError, ScanIndex, SearchOutcome, SearchRequest,
 };
 use crate::durable::{BatchSummary, DurableStore, StoreError, Written};
-use crate::engine::{BuildError, EmbeddedIndex, LayeredIndex, LoadError};
+use crate::engine::{BuildError, DeltaJournal, EmbeddedIndex, LayeredIndex, LoadError};
 use crate::store::IndexConfig;
 
 /// The durable store and the view answering searches; see the module documentation.
@@ -60,6 +60,8 @@ pub struct LiveIndex {
     config: IndexConfig,
     /// Where bases are saved.
     index_path: PathBuf,
+    /// Where the delta journal is saved.
+    journal_path: PathBuf,
     store: Mutex<DurableStore>,
     current: RwLock<Arc<LayeredIndex>>,
     /// What batches wrote since the current base was built.
@@ -73,7 +75,7 @@ pub struct LiveIndex {
     building: Mutex<()>,
     /// Held for a whole full rebuild, so two never run at once.
     rebuilding: Mutex<()>,
-    /// [`Self::set_delta_limit`]: 0 for the default rule.
+    /// [`Self::set_delta_limit`]: `u64::MAX` for the default rule.
     delta_limit: AtomicU64,
 }
 
@@ -105,6 +107,14 @@ impl Since {
     }
 }
 
+/// Removes the file at `path`; a missing file is fine.
+fn remove_if_present(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -126,9 +136,16 @@ impl LiveIndex {
         store_path.with_extension("index")
     }
 
-    /// Opens the store at `path` (creating it when missing) and its first base: loaded
-    /// from the index file when that was built from the store as it is, otherwise built
-    /// current at `now` and saved. Says which it did.
+    /// The delta journal of the store at `path`: the same name with `.delta`.
+    pub fn journal_path(store_path: &Path) -> PathBuf {
+        store_path.with_extension("delta")
+    }
+
+    /// Opens the store at `path` (creating it when missing) and its first view: the base
+    /// loaded from the index file when that was built from the store as it is — or from an
+    /// older generation that the delta journal covers up to the store's, the delta then
+    /// rebuilt from the journal's records (current at `now`) — otherwise built current at
+    /// `now` and saved. Says which it did.
     pub fn open(
         path: &Path,
         config: IndexConfig,
@@ -136,25 +153,50 @@ impl LiveIndex {
     ) -> Result<(Self, Opened), BuildError> {
         let store = DurableStore::open(path)?;
         let index_path = Self::index_path(path);
-        let (first, opened) = match EmbeddedIndex::load(&index_path, store.snapshot()?, config) {
-            Ok(index) => (index, Opened::Loaded),
+        let journal_path = Self::journal_path(path);
+        let snapshot = store.snapshot()?;
+        let journal = DeltaJournal::load(&journal_path)
+            .ok()
+            .filter(|j| j.generation == snapshot.generation());
+        let (base_generation, journal) = match journal {
+            Some(j) => (j.base_generation, Some(j)),
+            None => (snapshot.generation(), None),
+        };
+        let loaded = EmbeddedIndex::load_built_from(&index_path, base_generation, snapshot, config);
+        let (first, journal, opened) = match loaded {
+            Ok(index) => (index, journal, Opened::Loaded),
             Err(why) => {
                 let index = EmbeddedIndex::from_store(&store, config, now)?;
-                let saved = index.save(&index_path);
-                (index, Opened::Built { why, saved })
+                // A journal of an older file would never match again; it goes with it.
+                let saved = remove_if_present(&journal_path).and_then(|()| index.save(&index_path));
+                (index, None, Opened::Built { why, saved })
             }
+        };
+        let first = Arc::new(first);
+        let mut since = Since::default();
+        let view = match journal {
+            Some(j) => {
+                let view =
+                    LayeredIndex::with_delta(first, store.snapshot()?, &j.hosts, &j.names, now)?;
+                // Batch 1: what the journal holds, written before this process started.
+                since.hosts = j.hosts.into_iter().map(|k| (k, 1)).collect();
+                since.names = j.names.into_iter().map(|n| (n, 1)).collect();
+                view
+            }
+            None => LayeredIndex::new(first),
         };
         let live = Self {
             config,
             index_path,
+            journal_path,
             store: Mutex::new(store),
-            current: RwLock::new(Arc::new(LayeredIndex::new(Arc::new(first)))),
-            written: Mutex::new(Since::default()),
-            committed: AtomicU64::new(0),
-            built_after: AtomicU64::new(0),
+            current: RwLock::new(Arc::new(view)),
+            written: Mutex::new(since),
+            committed: AtomicU64::new(1),
+            built_after: AtomicU64::new(1),
             building: Mutex::new(()),
             rebuilding: Mutex::new(()),
-            delta_limit: AtomicU64::new(0),
+            delta_limit: AtomicU64::new(u64::MAX),
         };
         Ok((live, opened))
     }
@@ -201,14 +243,16 @@ impl LiveIndex {
     /// `base_hosts` hosts.
     pub fn delta_limit(&self, base_hosts: u64) -> u64 {
         match self.delta_limit.load(Ordering::SeqCst) {
-            0 => (base_hosts / 10).clamp(Self::MIN_DELTA, Self::MAX_DELTA),
+            u64::MAX => (base_hosts / 10).clamp(Self::MIN_DELTA, Self::MAX_DELTA),
             fixed => fixed,
         }
     }
 
-    /// Replaces the default delta limit with a fixed number of addresses (at least 1).
-    pub fn set_delta_limit(&self, addresses: u64) {
-        self.delta_limit.store(addresses.max(1), Ordering::SeqCst);
+    /// Replaces the default delta limit with a fixed number of addresses (`Some(0)`: every
+    /// refresh is a full rebuild), or restores the default (`None`).
+    pub fn set_delta_limit(&self, addresses: Option<u64>) {
+        let stored = addresses.map_or(u64::MAX, |n| n.min(u64::MAX - 1));
+        self.delta_limit.store(stored, Ordering::SeqCst);
     }
 
     /// Whether a full rebuild is due at `now`: the base is older than
@@ -257,9 +301,21 @@ impl LiveIndex {
             (store.snapshot()?, committed, lock(&self.written).after(0))
         };
         let base = Arc::clone(self.current().base());
-        let next = LayeredIndex::with_delta(base, snapshot, &keys, &names, now)?;
+        let journal = DeltaJournal {
+            base_generation: base.generation(),
+            generation: snapshot.generation(),
+            hosts: keys,
+            names,
+        };
+        let next = LayeredIndex::with_delta(base, snapshot, &journal.hosts, &journal.names, now)?;
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
         self.built_after.store(committed, Ordering::SeqCst);
+        journal
+            .save(&self.journal_path)
+            .map_err(|source| BuildError::Save {
+                path: self.journal_path.clone(),
+                source,
+            })?;
         Ok(true)
     }
 
@@ -272,9 +328,9 @@ impl LiveIndex {
             (store.snapshot()?, self.committed.load(Ordering::SeqCst))
         };
         let base = Arc::new(EmbeddedIndex::from_snapshot(snapshot, self.config, now)?);
-        {
+        let journal = {
             let _building = lock(&self.building);
-            let (snapshot, committed, (keys, names)) = {
+            let (snapshot, committed, (hosts, names)) = {
                 let store = lock(&self.store);
                 let committed = self.committed.load(Ordering::SeqCst);
                 (
@@ -283,18 +339,41 @@ impl LiveIndex {
                     lock(&self.written).after(included),
                 )
             };
-            let next = LayeredIndex::with_delta(Arc::clone(&base), snapshot, &keys, &names, now)?;
+            let journal = DeltaJournal {
+                base_generation: base.generation(),
+                generation: snapshot.generation(),
+                hosts,
+                names,
+            };
+            let next = LayeredIndex::with_delta(
+                Arc::clone(&base),
+                snapshot,
+                &journal.hosts,
+                &journal.names,
+                now,
+            )?;
             *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
             self.built_after.store(committed, Ordering::SeqCst);
             let mut since = lock(&self.written);
             since.hosts.retain(|_, b| *b > included);
             since.names.retain(|_, b| *b > included);
-        }
+            journal
+        };
+        let failed = |path: &Path| {
+            let path = path.to_owned();
+            move |source| BuildError::Save { path, source }
+        };
+        // The journal of the old base is void now (its base generation is not the new
+        // file's); removed first so that a crash in between never pairs it with the new file.
+        remove_if_present(&self.journal_path).map_err(failed(&self.journal_path))?;
         base.save(&self.index_path)
-            .map_err(|source| BuildError::Save {
-                path: self.index_path.clone(),
-                source,
-            })
+            .map_err(failed(&self.index_path))?;
+        if journal.generation != journal.base_generation {
+            journal
+                .save(&self.journal_path)
+                .map_err(failed(&self.journal_path))?;
+        }
+        Ok(())
     }
 
     /// Every `interval` on a background thread, with `clock` giving the time, until `stop`
@@ -367,7 +446,8 @@ impl LiveIndex {
 /// How [`LiveIndex::open`] got its first base.
 #[derive(Debug)]
 pub enum Opened {
-    /// Loaded from the index file.
+    /// Loaded from the index file (with a delta from the delta journal when batches were
+    /// committed after the file was saved).
     Loaded,
     /// Built from the store because the index file could not be used, then saved (or not).
     Built {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use periscope_index::api::{ScanIndex, SearchRequest};
 use periscope_index::engine::LoadError;
-use periscope_index::{EmbeddedIndex, IndexConfig, LayeredIndex, LiveIndex, Opened};
+use periscope_index::{IndexConfig, LayeredIndex, LiveIndex, Opened};
 use periscope_model::Timestamp;
 use periscope_model::observation::{Observation, ObservationReader};
 use periscope_query::{Query, Resolution};
@@ -285,6 +285,8 @@ fn a_damaged_index_file_is_never_used() {
     let dir = TempStore::new("damaged");
     let (live, _) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
     live.apply_batch(&synth(300)).unwrap();
+    // A full rebuild, so that the file holds every record (a delta refresh saves none).
+    live.set_delta_limit(Some(0));
     assert!(live.refresh(now()).unwrap());
     let expected = count(&live, "port:443");
     drop(live);
@@ -335,6 +337,8 @@ fn an_index_file_that_cannot_be_written_leaves_the_new_snapshot_answering() {
     );
     live.apply_batch(&service("240.0.0.5", 443, "2026-11-20T10:00:00Z"))
         .unwrap();
+    // Only a full rebuild saves the index file.
+    live.set_delta_limit(Some(0));
     let err = live.refresh(now()).unwrap_err();
     assert!(
         matches!(err, periscope_index::engine::BuildError::Save { .. }),
