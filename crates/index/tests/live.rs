@@ -1,8 +1,11 @@
-//! `LiveIndex`: batches become searchable with the next snapshot, a search keeps the snapshot
-//! it started with, the background refresher picks new batches up without being asked, a
-//! snapshot is rebuilt as it ages so expired services leave, and the index file: a restart
-//! loads it when it matches the store, answers exactly as the built index did, and rebuilds
-//! when it is stale, damaged or missing.
+//! `LiveIndex`: batches become searchable with the next refresh, a search keeps the view it
+//! started with, the background refresher picks new batches up without being asked, a
+//! refresh after a small batch builds only a delta (the base is the same `Arc`) while a delta
+//! past the limit or an aged base brings a full rebuild (so expired services leave), a
+//! delta's hosts are summed among the base's in host order, and the index file: a restart
+//! loads it (with the delta journal when batches came after it) when it matches the store,
+//! answers exactly as the built view did, and rebuilds when it is stale, damaged or missing.
+//! (Every answer of a base with a delta is compared with the reference in `tests/engine.rs`.)
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
@@ -135,6 +138,99 @@ fn an_aged_snapshot_is_rebuilt_so_expired_services_leave() {
         Timestamp::from_unix(now().unix() + LiveIndex::MAX_SNAPSHOT_AGE_SECS + 3_600).unwrap();
     assert!(live.refresh(later).unwrap(), "an old snapshot is rebuilt");
     assert_eq!(count(&live, "port:443"), 0);
+}
+
+#[test]
+fn a_small_batch_builds_a_delta_and_a_large_one_a_new_base() {
+    let dir = TempStore::new("delta");
+    let (live, _) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    let first = Arc::clone(live.current().base());
+    let at = "2026-11-20T10:00:00Z";
+    let batch: Vec<Observation> = (1..=5)
+        .flat_map(|i| service(&format!("240.0.0.{i}"), 443, at))
+        .collect();
+    live.apply_batch(&batch).unwrap();
+    live.set_delta_limit(Some(6));
+    assert!(!live.full_rebuild_due(now()));
+    assert!(live.refresh(now()).unwrap());
+    let view = live.current();
+    assert!(
+        Arc::ptr_eq(view.base(), &first),
+        "a delta refresh keeps the base"
+    );
+    assert_eq!(view.delta_addresses(), 5);
+    assert_eq!(count(&live, "port:443"), 5);
+
+    // The same hosts again (a new service each) and two more: 7 addresses in the delta.
+    let more: Vec<Observation> = (1..=7)
+        .flat_map(|i| service(&format!("240.0.0.{i}"), 8443, at))
+        .collect();
+    live.apply_batch(&more).unwrap();
+    assert!(live.full_rebuild_due(now()), "7 addresses > a limit of 6");
+    assert!(live.refresh(now()).unwrap());
+    let view = live.current();
+    assert!(
+        !Arc::ptr_eq(view.base(), &first),
+        "past the limit: a new base"
+    );
+    assert_eq!(view.delta_addresses(), 0);
+    assert_eq!(view.base().stats().hosts, 7);
+    assert_eq!(
+        (count(&live, "port:443"), count(&live, "port:8443")),
+        (5, 7)
+    );
+
+    // A delta over the new base shadows the base's record of an address it rewrites.
+    let rebuilt = Arc::clone(view.base());
+    live.apply_batch(&service("240.0.0.1", 22, at)).unwrap();
+    assert!(live.refresh(now()).unwrap());
+    let view = live.current();
+    assert!(Arc::ptr_eq(view.base(), &rebuilt));
+    assert_eq!(view.delta_addresses(), 1);
+    assert_eq!(view.stats().hosts, 7);
+    assert_eq!(count(&live, "port:8443"), 7);
+    assert_eq!(count(&live, "port:22"), 1);
+    let detail = live
+        .host_detail("240.0.0.1".parse().unwrap(), None, 20, now())
+        .unwrap()
+        .unwrap();
+    assert_eq!(detail.host.services.len(), 3);
+}
+
+/// One service line of `address` with a position and a country.
+fn placed(address: &str, latitude: f64) -> Vec<Observation> {
+    let line = format!(
+        r#"{{"kind":"service","ip":"{address}","port":443,"transport":"tcp","protocol":"https","observed_at":"2026-11-20T10:00:00Z","status":"completed","host":{{"location":{{"country_code":"DE","latitude":{latitude},"longitude":11.5755}}}}}}"#
+    );
+    ObservationReader::new(now())
+        .read_line(&line)
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn a_deltas_hosts_are_summed_among_the_bases_in_host_order() {
+    let dir = TempStore::new("centroid");
+    let (live, _) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    // Summed in host order, (a + b) + c; summed base first, (a + c) + b: the last bit differs.
+    let (a, b, c) = (48.1067, 48.1424, 48.1382);
+    assert_ne!((a + b) + c, (a + c) + b);
+    live.apply_batch(&[placed("240.0.0.1", a), placed("240.0.0.3", c)].concat())
+        .unwrap();
+    live.set_delta_limit(Some(0));
+    assert!(live.refresh(now()).unwrap());
+    live.set_delta_limit(None);
+    live.apply_batch(&placed("240.0.0.2", b)).unwrap();
+    assert!(live.refresh(now()).unwrap());
+    assert_eq!(live.current().delta_addresses(), 1);
+    let query: Query = "port:443".parse().unwrap();
+    let exposure = live.exposure(&query, Resolution::Local, now()).unwrap();
+    let [bucket] = exposure.buckets.as_slice() else {
+        panic!("one tile: {exposure:?}")
+    };
+    assert_eq!(bucket.unique_hosts, 3);
+    assert_eq!(bucket.latitude, ((a + b) + c) / 3.0);
 }
 
 /// `count` synthetic hosts, observed up to the start of `NOW`'s day.
