@@ -119,6 +119,9 @@ fn value_hosts(index: &EmbeddedIndex, field: FacetField) -> Vec<(Value, &Roaring
     }
 }
 
+/// A value's host postings in each layer holding it: (layer, hosts).
+type Holders<'i> = Vec<(usize, &'i RoaringBitmap)>;
+
 /// A group whose other clauses name no service: counts from host postings, candidates
 /// tested in the group's order until the group is full. A value's count over a layer is
 /// `|hosts ∩ others| - |hosts ∩ others ∩ shadow|`; it is a candidate when its hosts meet
@@ -131,7 +134,7 @@ fn from_host_postings(
     matching: &mut [Option<RoaringBitmap>],
 ) -> FacetGroup {
     let selected = query.get(query_field(field));
-    let mut by_value: BTreeMap<Value, (u64, Vec<(usize, &RoaringBitmap)>)> = BTreeMap::new();
+    let mut by_value: BTreeMap<Value, (u64, Holders<'_>)> = BTreeMap::new();
     for (i, part) in parts.iter().enumerate() {
         let hosts = part.index.hosts_satisfying(others.iter().copied());
         for (v, b) in value_hosts(part.index, field) {
@@ -149,13 +152,13 @@ fn from_host_postings(
             entry.1.push((i, b));
         }
     }
-    let mut counted: Vec<(Value, u64, Vec<(usize, &RoaringBitmap)>)> = by_value
+    let mut counted: Vec<(Value, u64, Holders<'_>)> = by_value
         .into_iter()
         .filter(|(_, (n, _))| *n > 0)
         .map(|(v, (n, bitmaps))| (v, n, bitmaps))
         .collect();
     // Value order already; the stable sort keeps it among equal counts.
-    counted.sort_by(|a, b| b.1.cmp(&a.1));
+    counted.sort_by_key(|(_, n, _)| std::cmp::Reverse(*n));
     let mut chosen: BTreeMap<Value, Clause> = BTreeMap::new();
     let mut counts: BTreeMap<Value, u64> = BTreeMap::new();
     let mut shown = 0;
