@@ -17,6 +17,9 @@
 //!   groups with one count from host postings or from a walk without that clause.
 //! - `exposure`: a place id per host (zoom-8 tile and country), one pass over the match.
 //! - `scans`: the domain-scan records by name (and parent domain) and by listed address.
+//! - `layers`: [`LayeredIndex`], a base and a delta built from the records written after it,
+//!   answering as one index; every answer of this engine is computed over *layers* (each
+//!   with the ordinals a later layer shadows), a lone index being the one-layer case.
 //!
 //! What is shown is not re-derived here: matching hosts become result records, evidence,
 //! tiles and host-detail pages through the reference engine's per-host code, so the answers
@@ -28,8 +31,9 @@
 //!
 //! **Snapshot:** the retention window is applied when the index is built — each host keeps
 //! the services current at the build time `now`, and addresses left without one are dropped.
-//! The `now` of a request is not consulted: to move the window (or to see new
-//! observations), build a new index; [`crate::live::LiveIndex`] does that and swaps it in.
+//! The `now` of a request is not consulted: to see new observations, build a delta over the
+//! index ([`LayeredIndex::with_delta`]); to move the window, build a new index.
+//! [`crate::live::LiveIndex`] does both and swaps the result in.
 //! **Index file** (`persist`): [`EmbeddedIndex::save`] and [`EmbeddedIndex::load`] keep a
 //! built index on disk so that a restart need not rebuild it.
 //! **Memory:** postings (service and host level), per-service columns, per-host place

@@ -21,6 +21,11 @@
 //! its distinct titles; a value's count sums the hosts whose titles meet the titles holding
 //! its words (the title-word index). Ordering, the selected value and the cap come from the
 //! reference's [`group_of`], so only the sets are computed here.
+//!
+//! Over layers (`layers`: a base less its shadow, and a delta), each layer is walked or
+//! intersected on its own; a group's candidates are the union of the layers' and each
+//! candidate's count is the sum of its counts in every layer (a value can count hosts of a
+//! layer where it is no candidate), before the ordering and the cap choose the values.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
