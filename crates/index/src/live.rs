@@ -301,22 +301,27 @@ impl LiveIndex {
             (store.snapshot()?, committed, lock(&self.written).after(0))
         };
         let base = Arc::clone(self.current().base());
-        let journal = DeltaJournal {
-            base_generation: base.generation(),
-            generation: snapshot.generation(),
-            hosts: keys,
-            names,
-        };
-        let next = LayeredIndex::with_delta(base, snapshot, &journal.hosts, &journal.names, now)?;
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+        let next = Arc::new(LayeredIndex::with_delta(
+            base, snapshot, &keys, &names, now,
+        )?);
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::clone(&next);
         self.built_after.store(committed, Ordering::SeqCst);
+        self.save_journal(&next)?;
+        Ok(true)
+    }
+
+    /// Saves the delta journal of `view` (the caller holds `building`, so journals are
+    /// written in the order views are swapped in).
+    fn save_journal(&self, view: &LayeredIndex) -> Result<(), BuildError> {
+        let Some(journal) = view.journal() else {
+            return Ok(());
+        };
         journal
             .save(&self.journal_path)
             .map_err(|source| BuildError::Save {
                 path: self.journal_path.clone(),
                 source,
-            })?;
-        Ok(true)
+            })
     }
 
     /// A full rebuild (the caller holds `rebuilding`): a new base from the whole store,
@@ -328,9 +333,13 @@ impl LiveIndex {
             (store.snapshot()?, self.committed.load(Ordering::SeqCst))
         };
         let base = Arc::new(EmbeddedIndex::from_snapshot(snapshot, self.config, now)?);
-        let journal = {
+        let failed = |path: &Path| {
+            let path = path.to_owned();
+            move |source| BuildError::Save { path, source }
+        };
+        {
             let _building = lock(&self.building);
-            let (snapshot, committed, (hosts, names)) = {
+            let (snapshot, committed, (keys, names)) = {
                 let store = lock(&self.store);
                 let committed = self.committed.load(Ordering::SeqCst);
                 (
@@ -339,39 +348,24 @@ impl LiveIndex {
                     lock(&self.written).after(included),
                 )
             };
-            let journal = DeltaJournal {
-                base_generation: base.generation(),
-                generation: snapshot.generation(),
-                hosts,
-                names,
-            };
-            let next = LayeredIndex::with_delta(
-                Arc::clone(&base),
-                snapshot,
-                &journal.hosts,
-                &journal.names,
-                now,
-            )?;
+            let next = LayeredIndex::with_delta(Arc::clone(&base), snapshot, &keys, &names, now)?;
             *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
             self.built_after.store(committed, Ordering::SeqCst);
             let mut since = lock(&self.written);
             since.hosts.retain(|_, b| *b > included);
             since.names.retain(|_, b| *b > included);
-            journal
-        };
-        let failed = |path: &Path| {
-            let path = path.to_owned();
-            move |source| BuildError::Save { path, source }
-        };
-        // The journal of the old base is void now (its base generation is not the new
-        // file's); removed first so that a crash in between never pairs it with the new file.
-        remove_if_present(&self.journal_path).map_err(failed(&self.journal_path))?;
+            // The journal on disk belongs to the old base: removed before the new file is
+            // written, so a crash in between never pairs it with the new file.
+            remove_if_present(&self.journal_path).map_err(failed(&self.journal_path))?;
+        }
+        // Delta refreshes go on while the file is written; a journal one of them saves
+        // meanwhile names the new base, which a restart pairs only with the new file.
         base.save(&self.index_path)
             .map_err(failed(&self.index_path))?;
-        if journal.generation != journal.base_generation {
-            journal
-                .save(&self.journal_path)
-                .map_err(failed(&self.journal_path))?;
+        let _building = lock(&self.building);
+        let view = self.current();
+        if Arc::ptr_eq(view.base(), &base) {
+            self.save_journal(&view)?;
         }
         Ok(())
     }

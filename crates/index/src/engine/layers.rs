@@ -33,7 +33,10 @@ use roaring::RoaringBitmap;
 
 use super::exposure::{Exposed, Placed};
 use super::scans::{Listed, ScanView};
-use super::{BuildError, EmbeddedIndex, EngineStats, Records, Selection, facets, filter_evidence};
+use super::{
+    BuildError, DeltaJournal, EmbeddedIndex, EngineStats, Records, Selection, facets,
+    filter_evidence,
+};
 use crate::api::{
     Count, Exposure, Facets, HostDetail, IndexError, ScanIndex, SearchOutcome, SearchPage,
     SearchRequest,
@@ -297,8 +300,9 @@ struct Delta {
     index: EmbeddedIndex,
     /// Base ordinals of the addresses the delta was built for.
     shadow: RoaringBitmap,
-    /// Addresses the delta was built for (host records written since the base).
-    addresses: usize,
+    /// What the delta was built from (its addresses: the host records written since the
+    /// base).
+    journal: DeltaJournal,
 }
 
 impl LayeredIndex {
@@ -337,12 +341,18 @@ impl LayeredIndex {
             .iter()
             .filter_map(|key| base.ordinal_of(*key))
             .collect();
+        let journal = DeltaJournal {
+            base_generation: base.generation(),
+            generation: index.generation(),
+            hosts: keys.to_vec(),
+            names: names.to_vec(),
+        };
         Ok(Self {
             base,
             delta: Some(Delta {
                 index,
                 shadow,
-                addresses: keys.len(),
+                journal,
             }),
         })
     }
@@ -359,7 +369,12 @@ impl LayeredIndex {
 
     /// Addresses the delta was built for (0 without a delta).
     pub fn delta_addresses(&self) -> usize {
-        self.delta.as_ref().map_or(0, |d| d.addresses)
+        self.delta.as_ref().map_or(0, |d| d.journal.hosts.len())
+    }
+
+    /// What the delta was built from, to save beside the base's index file.
+    pub fn journal(&self) -> Option<&DeltaJournal> {
+        self.delta.as_ref().map(|d| &d.journal)
     }
 
     /// The store generation the answers reflect: the delta's, else the base's.
