@@ -443,9 +443,11 @@ impl EmbeddedIndex {
         mut f: impl FnMut(u32, &[u32]),
     ) {
         let mut run: Vec<u32> = Vec::with_capacity(16);
+        // Hosts come in ascending order: the shadow is passed alongside, not looked up.
+        let mut hidden = Hidden::new(shadow);
         let Some(services) = services else {
             let mut each = |h: u32| {
-                if shadow.is_some_and(|s| s.contains(h)) {
+                if hidden.hides(h) {
                     return;
                 }
                 run.clear();
@@ -470,8 +472,7 @@ impl EmbeddedIndex {
                 }
                 run.clear();
                 current = h;
-                keep = hosts.is_none_or(|set| set.contains(h))
-                    && shadow.is_none_or(|set| !set.contains(h));
+                keep = hosts.is_none_or(|set| set.contains(h)) && !hidden.hides(h);
             }
             if keep {
                 run.push(s);
@@ -748,6 +749,25 @@ impl ScanIndex for EmbeddedIndex {
         _now: Timestamp,
     ) -> Result<Option<HostDetail>, IndexError> {
         View::single(self).host_detail(ip, continuation, limit)
+    }
+}
+
+/// A shadow read alongside a walk over ascending host ordinals.
+struct Hidden<'a>(Option<std::iter::Peekable<roaring::bitmap::Iter<'a>>>);
+
+impl<'a> Hidden<'a> {
+    fn new(shadow: Option<&'a RoaringBitmap>) -> Self {
+        Self(shadow.map(|s| s.iter().peekable()))
+    }
+
+    /// Whether `h` is shadowed; `h` never below the one asked before.
+    #[inline]
+    fn hides(&mut self, h: u32) -> bool {
+        let Some(shadowed) = &mut self.0 else {
+            return false;
+        };
+        while shadowed.next_if(|s| *s < h).is_some() {}
+        shadowed.peek() == Some(&h)
     }
 }
 
