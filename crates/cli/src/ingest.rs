@@ -16,6 +16,12 @@
 //! first [`SHOWN_REJECTIONS`] are printed in the summary. Progress goes to standard error: a
 //! progress bar on a terminal, a plain line every [`PLAIN_INTERVAL`] otherwise.
 //!
+//! **Beside a running server:** the store is locked by the process that has it open. When a
+//! `periscope serve` holds it, the batches go to that server over its ingest socket
+//! ([`crate::ingest_socket`]) instead: the reader sends the lines it read as valid, the
+//! server applies them in one durable transaction each and acknowledges, and its next index
+//! refresh makes them searchable. The summary is the same, counted by the server.
+//!
 //! The pipeline is [`ingest_paths`], which returns the summary ([`IngestReport`]); the
 //! subcommand prints it, and `bench index` ingests its dataset through it too.
 
@@ -35,7 +41,8 @@ use periscope_index::durable::{BatchSummary, DurableStore, StoreError, StoreStat
 use periscope_model::observation::{Observation, ScanStatus};
 use periscope_synth::{SynthConfig, SynthStats, write_dataset};
 
-use crate::lines::{ObservationLines, Parsed, open_input};
+use crate::ingest_socket::{FRAME_TARGET, ServerConnection};
+use crate::lines::{ObservationLines, Parsed, Rejection, open_input};
 use crate::synth::{group, now};
 
 /// The store file inside the data directory.
@@ -139,12 +146,63 @@ impl ReadTally {
 struct StoreTally {
     summary: BatchSummary,
     batches: u64,
-    /// Time spent in `apply_batch`.
+    /// Time spent in `apply_batch` (or waiting for the server's acknowledgement).
     busy: Duration,
+    /// Lines the running server rejected (it checks again what the reader accepted).
+    rejected: u64,
+    /// The first of them, as `FILE:line N: field: reason`.
+    shown: Vec<String>,
 }
 
-/// The store thread's result: the store back (for its statistics) and what it did.
-type StoreResult = Result<(DurableStore, StoreTally)>;
+/// Where batches are applied.
+#[derive(Debug)]
+enum Target {
+    /// The store, opened by this process.
+    Store(DurableStore),
+    /// A running server holding the store, through its ingest socket.
+    Server(ServerConnection),
+}
+
+impl Target {
+    fn stats(&mut self) -> Result<StoreStats> {
+        match self {
+            Self::Store(store) => store.stats().map_err(store_error),
+            Self::Server(server) => server.stats(),
+        }
+    }
+}
+
+/// A batch on its way from the reader to the store thread.
+#[derive(Debug, Default)]
+struct Batch {
+    /// The observations, parsed (for a store of this process).
+    observations: Vec<Observation>,
+    /// Their lines, each ending in `\n` (for a running server).
+    lines: Vec<u8>,
+    /// Where each line of `lines` came from: the input's index and its line number.
+    origins: Vec<(usize, u64)>,
+    /// Observations in the batch.
+    len: usize,
+}
+
+impl Batch {
+    fn with_capacity(observations: usize) -> Self {
+        Self {
+            observations: Vec::with_capacity(observations),
+            ..Self::default()
+        }
+    }
+
+    fn clear(&mut self) {
+        self.observations.clear();
+        self.lines.clear();
+        self.origins.clear();
+        self.len = 0;
+    }
+}
+
+/// The store thread's result: the target back (for its statistics) and what it did.
+type StoreResult = Result<(Target, StoreTally)>;
 
 /// Runs `periscope ingest`.
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
@@ -182,25 +240,53 @@ pub(crate) fn ingest_paths(
             .len();
         total_bytes = total_bytes.map(|t| t + len);
     }
-    fs::create_dir_all(data)
-        .with_context(|| format!("cannot create the data directory {}", data.display()))?;
+    let names: Arc<[String]> = files
+        .iter()
+        .map(|path| {
+            if path.as_os_str() == "-" {
+                "<stdin>".to_owned()
+            } else {
+                path.display().to_string()
+            }
+        })
+        .collect();
     let store_path = data.join(STORE_FILE);
-    let store = DurableStore::open(&store_path).map_err(store_error)?;
+    let (target, socket) = match ServerConnection::connect(data)? {
+        Some(server) => {
+            eprintln!(
+                "ingest: a server holds {}; sending the batches to it through {}",
+                store_path.display(),
+                server.path().display()
+            );
+            let socket = server.path().to_owned();
+            (Target::Server(server), Some(socket))
+        }
+        None => {
+            fs::create_dir_all(data)
+                .with_context(|| format!("cannot create the data directory {}", data.display()))?;
+            let store = DurableStore::open(&store_path).map_err(store_error)?;
+            (Target::Store(store), None)
+        }
+    };
+    let remote = socket.is_some();
 
     let progress = Arc::new(Progress::default());
-    let (batch_tx, batch_rx) = mpsc::sync_channel::<Vec<Observation>>(1);
-    let (spare_tx, spare_rx) = mpsc::sync_channel::<Vec<Observation>>(2);
+    let (batch_tx, batch_rx) = mpsc::sync_channel::<Batch>(1);
+    let (spare_tx, spare_rx) = mpsc::sync_channel::<Batch>(2);
     let store_thread = {
         let progress = Arc::clone(&progress);
+        let names = Arc::clone(&names);
         let log = log_batches;
         thread::Builder::new()
             .name("ingest-store".into())
-            .spawn(move || apply_batches(store, &batch_rx, &spare_tx, &progress, log))
+            .spawn(move || apply_batches(target, &batch_rx, &spare_tx, &progress, &names, log))
             .context("cannot start the store thread")?
     };
     let reporter = Reporter::start(Arc::clone(&progress), total_bytes, started)?;
 
-    let read = read_inputs(files, batch, &progress, &batch_tx, &spare_rx);
+    let read = read_inputs(
+        files, &names, batch, remote, &progress, &batch_tx, &spare_rx,
+    );
     drop(batch_tx);
     let stored = store_thread
         .join()
@@ -215,10 +301,10 @@ pub(crate) fn ingest_paths(
         )
     };
     // A store error comes first: the reader only stopped because of it.
-    let (store, stored) = stored.with_context(stopped)?;
+    let (mut target, stored) = stored.with_context(stopped)?;
     let tally = read.with_context(stopped)?;
-    let stats = store.stats().map_err(store_error)?;
-    drop(store);
+    let stats = target.stats()?;
+    drop(target);
     Ok(IngestReport {
         files: files.len(),
         batch,
@@ -226,26 +312,29 @@ pub(crate) fn ingest_paths(
         stored,
         stats,
         store_path,
+        socket,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
 
 /// Reads every input in order, sending full batches to the store thread and the last partial
-/// one at the end. Stops early, without error, when the store thread has failed (its error is
-/// the one reported).
+/// one at the end: parsed observations, or with `remote` their lines (a batch is then also
+/// sent once its lines reach [`FRAME_TARGET`] bytes). Stops early, without error, when the
+/// store thread has failed (its error is the one reported).
 fn read_inputs(
     files: &[PathBuf],
+    names: &[String],
     batch_size: usize,
+    remote: bool,
     progress: &Progress,
-    batches: &SyncSender<Vec<Observation>>,
-    spares: &Receiver<Vec<Observation>>,
+    batches: &SyncSender<Batch>,
+    spares: &Receiver<Batch>,
 ) -> Result<ReadTally> {
     let now = now();
     let mut tally = ReadTally::default();
-    let mut batch = Vec::with_capacity(batch_size);
-    for path in files {
+    let mut batch = Batch::with_capacity(if remote { 0 } else { batch_size });
+    for (index, (path, name)) in files.iter().zip(names).enumerate() {
         let input = open_input(path, Arc::clone(&progress.bytes))?;
-        let name = input.name;
         tally.gzip_files += u64::from(input.gzip);
         let mut lines = ObservationLines::new(input.reader, now);
         loop {
@@ -281,11 +370,18 @@ fn read_inputs(
                         }
                         Observation::Domain(_) => tally.domain += 1,
                     }
-                    batch.push(obs);
-                    if batch.len() >= batch_size {
-                        let next = spares
-                            .try_recv()
-                            .unwrap_or_else(|_| Vec::with_capacity(batch_size));
+                    if remote {
+                        batch.lines.extend_from_slice(lines.content());
+                        batch.lines.push(b'\n');
+                        batch.origins.push((index, lines.number()));
+                    } else {
+                        batch.observations.push(obs);
+                    }
+                    batch.len += 1;
+                    if batch.len >= batch_size || batch.lines.len() >= FRAME_TARGET {
+                        let next = spares.try_recv().unwrap_or_else(|_| {
+                            Batch::with_capacity(if remote { 0 } else { batch_size })
+                        });
                         let full = std::mem::replace(&mut batch, next);
                         if !send(batches, full, &mut tally.waiting) {
                             return Ok(tally);
@@ -298,18 +394,14 @@ fn read_inputs(
             }
         }
     }
-    if !batch.is_empty() {
+    if batch.len > 0 {
         send(batches, batch, &mut tally.waiting);
     }
     Ok(tally)
 }
 
 /// Hands a batch to the store thread, timing the wait; false when the store thread is gone.
-fn send(
-    batches: &SyncSender<Vec<Observation>>,
-    batch: Vec<Observation>,
-    waiting: &mut Duration,
-) -> bool {
+fn send(batches: &SyncSender<Batch>, batch: Batch, waiting: &mut Duration) -> bool {
     let batch = match batches.try_send(batch) {
         Ok(()) => return true,
         Err(TrySendError::Disconnected(_)) => return false,
@@ -323,22 +415,22 @@ fn send(
 
 /// The store thread: applies batches in order until the reader hangs up or a batch fails.
 fn apply_batches(
-    mut store: DurableStore,
-    batches: &Receiver<Vec<Observation>>,
-    spares: &SyncSender<Vec<Observation>>,
+    mut target: Target,
+    batches: &Receiver<Batch>,
+    spares: &SyncSender<Batch>,
     progress: &Progress,
+    names: &[String],
     log: bool,
 ) -> StoreResult {
     let mut tally = StoreTally::default();
     while let Ok(mut batch) = batches.recv() {
         let since = Instant::now();
-        let size = batch.len();
-        // Drained: the observations are moved into the records and freed on this thread.
-        let done = match store.apply_batch_drain(&mut batch) {
+        let size = batch.len;
+        let done = match apply_one(&mut target, &mut batch, names, &mut tally) {
             Ok(done) => done,
             Err(e) => {
                 progress.failed.store(true, Ordering::Relaxed);
-                return Err(store_error(e).context(format!(
+                return Err(e.context(format!(
                     "applying batch {} ({} observations)",
                     group(tally.batches + 1),
                     group(size as u64)
@@ -363,7 +455,49 @@ fn apply_batches(
         batch.clear();
         let _ = spares.try_send(batch);
     }
-    Ok((store, tally))
+    Ok((target, tally))
+}
+
+/// Applies one batch to the target; the server's rejections go into the tally.
+fn apply_one(
+    target: &mut Target,
+    batch: &mut Batch,
+    names: &[String],
+    tally: &mut StoreTally,
+) -> Result<BatchSummary> {
+    match target {
+        // Drained: the observations are moved into the records and freed on this thread.
+        Target::Store(store) => store
+            .apply_batch_drain(&mut batch.observations)
+            .map_err(store_error),
+        Target::Server(server) => {
+            let applied = server.apply(&batch.lines)?;
+            for Rejection {
+                line,
+                field,
+                reason,
+            } in applied.rejected
+            {
+                tally.rejected += 1;
+                let origin = usize::try_from(line)
+                    .ok()
+                    .and_then(|n| batch.origins.get(n.wrapping_sub(1)));
+                let Some(&(input, number)) = origin else {
+                    return Err(anyhow!(
+                        "the server rejected line {line} of a batch of {} lines",
+                        batch.origins.len()
+                    ));
+                };
+                if tally.shown.len() < SHOWN_REJECTIONS {
+                    tally.shown.push(format!(
+                        "{}:line {number}: {field}: {reason} (rejected by the server)",
+                        names[input]
+                    ));
+                }
+            }
+            Ok(applied.summary)
+        }
+    }
 }
 
 /// A store error as one message: its text already ends with the database's own error, so
@@ -497,6 +631,8 @@ pub(crate) struct IngestReport {
     stored: StoreTally,
     stats: StoreStats,
     store_path: PathBuf,
+    /// The running server's ingest socket, when the batches went through it.
+    socket: Option<PathBuf>,
     seconds: f64,
 }
 
@@ -507,9 +643,9 @@ impl IngestReport {
         self.read.observations()
     }
 
-    /// Rejected lines.
+    /// Rejected lines (by the reader, or by the running server that applied the batches).
     pub(crate) fn rejected(&self) -> u64 {
-        self.read.rejected
+        self.read.rejected + self.stored.rejected
     }
 
     /// Wall time of the run in seconds, from the first check of the inputs to the last
@@ -536,7 +672,7 @@ impl IngestReport {
             out,
             "lines read:        {} ({} rejected, {} blank)",
             group(r.lines),
-            group(r.rejected),
+            group(self.rejected()),
             group(r.blank)
         )?;
         writeln!(
@@ -564,6 +700,14 @@ impl IngestReport {
             group(self.stats.domain_scans),
             megabytes(self.stats.file_bytes)
         )?;
+        if let Some(socket) = &self.socket {
+            writeln!(
+                out,
+                "through:           the running server's ingest socket {} (searchable after \
+                 its next index refresh)",
+                socket.display()
+            )?;
+        }
         writeln!(
             out,
             "batches:           {} of up to {}; store busy {:.1} s, reader waited {:.1} s",
@@ -572,15 +716,21 @@ impl IngestReport {
             self.stored.busy.as_secs_f64(),
             r.waiting.as_secs_f64()
         )?;
-        if r.rejected > 0 {
+        if self.rejected() > 0 {
             writeln!(
                 out,
                 "rejected lines (skipped; nothing of them was applied):"
             )?;
-            for line in &r.shown {
+            let shown: Vec<&String> = r
+                .shown
+                .iter()
+                .chain(&self.stored.shown)
+                .take(SHOWN_REJECTIONS)
+                .collect();
+            for line in &shown {
                 writeln!(out, "{line}")?;
             }
-            let rest = r.rejected - r.shown.len() as u64;
+            let rest = self.rejected() - shown.len() as u64;
             if rest > 0 {
                 writeln!(out, "{} more rejected lines not shown", group(rest))?;
             }

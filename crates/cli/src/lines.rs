@@ -122,6 +122,19 @@ impl<R: BufRead> ObservationLines<R> {
         }))
     }
 
+    /// The 1-based number of the line [`Self::next_line`] read last.
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// The text of the line [`Self::next_line`] read last, without its line end (meaningful
+    /// after it returned an observation: the line was then whole and UTF-8).
+    pub(crate) fn content(&self) -> &[u8] {
+        let mut content = self.line.as_slice();
+        content = content.strip_suffix(b"\n").unwrap_or(content);
+        content.strip_suffix(b"\r").unwrap_or(content)
+    }
+
     /// Rejects line `n` before the observation reader saw it.
     fn reject_whole(&mut self, n: u64, reason: String) -> Parsed {
         // Keep the reader's line count in step with ours.
@@ -136,8 +149,6 @@ fn too_long() -> String {
 
 /// One input opened for reading.
 pub(crate) struct Input {
-    /// How it is named in messages: the path, or `<stdin>`.
-    pub name: String,
     /// Its bytes, decompressed when they were gzip.
     pub reader: Box<dyn BufRead>,
     /// Whether it was gzip-compressed.
@@ -170,7 +181,7 @@ pub(crate) fn open_input(path: &Path, consumed: Arc<AtomicU64>) -> Result<Input>
     } else {
         Box::new(raw)
     };
-    Ok(Input { name, reader, gzip })
+    Ok(Input { reader, gzip })
 }
 
 /// A reader that adds the bytes it reads to a shared counter.

@@ -11,6 +11,7 @@ mod admin;
 mod bench;
 mod config;
 mod ingest;
+mod ingest_socket;
 mod lines;
 mod serve;
 mod synth;

@@ -4,9 +4,11 @@
 //! Start-up: read the configuration; with `--demo` on a data directory without scan data,
 //! generate and ingest the demo dataset and create the demo account and key; open the scan
 //! index (`LiveIndex`: load the index file, or build it), the state database and the DNS
-//! resolver; listen. A background thread swaps in a new index snapshot when the store
-//! changed or the snapshot is an hour old. SIGINT or SIGTERM stops accepting connections,
-//! lets requests in flight finish, stops the refresher and closes the databases.
+//! resolver; listen on the HTTP address and on the ingest socket `DIR/ingest.sock`, through
+//! which `periscope ingest` adds scan data while the server runs ([`crate::ingest_socket`]).
+//! A background thread swaps in a new index snapshot when the store changed or the snapshot
+//! is an hour old. SIGINT or SIGTERM stops accepting connections, lets requests in flight
+//! finish, stops the refresher, removes the socket and closes the databases.
 //!
 //! Logs go to standard error, as text or one JSON object per line (`log_format`). No log
 //! line carries a request header, body, key, password or cookie.
@@ -29,6 +31,7 @@ use periscope_synth::SynthConfig;
 
 use crate::config::{Config, ConfigArgs, LogFormat};
 use crate::ingest::{DEFAULT_BATCH, STORE_FILE, ingest_synthetic};
+use crate::ingest_socket;
 use crate::synth::group;
 
 /// How often the refresher looks for new data.
@@ -184,6 +187,16 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
         .context("cannot start the index refresher")?
     };
 
+    let (ingest_listener, socket_path) = ingest_socket::bind(&data)?;
+    let ingest_task = {
+        let clock = clock.clone();
+        tokio::spawn(ingest_socket::serve(
+            ingest_listener,
+            Arc::clone(&live),
+            Arc::new(move || clock.now()),
+        ))
+    };
+
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -199,6 +212,10 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
         .context("the server failed")?;
 
     tracing::info!("shutting down");
+    ingest_task.abort();
+    if let Err(e) = std::fs::remove_file(&socket_path) {
+        tracing::warn!(error = %e, socket = %socket_path.display(), "cannot remove the ingest socket");
+    }
     stop.store(true, Ordering::SeqCst);
     let _ = tokio::task::spawn_blocking(move || refresher.join()).await;
     state.close().await;

@@ -2,7 +2,9 @@
 //! directory ingests demo data and prints a key; the key answers; `periscope admin` creates
 //! another account and key beside the running server; SIGTERM shuts down cleanly; no log line
 //! carries a key; a second start on the same directory just serves (index file loaded, no new
-//! data, no new key).
+//! data, no new key). `periscope ingest` beside the running server sends its batches through
+//! the ingest socket, and the server answers with the new host within seconds; once the
+//! server is gone, ingest writes the store itself.
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
@@ -229,4 +231,99 @@ fn serve_demo_answers_admin_keys_work_and_shutdown_is_clean() {
     );
     assert_eq!(status, 200, "{body}");
     again.stop();
+}
+
+/// The time `secs_ago` seconds ago as RFC 3339.
+fn ago(secs_ago: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let at = i64::try_from(now - secs_ago).unwrap();
+    periscope_model::Timestamp::from_unix(at)
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn ingest_beside_a_running_server_is_searchable_within_seconds() {
+    let dir = scratch("serve_ingest");
+    let data_dir = dir.join("data");
+    let data = data_dir.to_str().unwrap();
+    let server = Server::start(data, true);
+    let key = server.key.clone().expect("the demo key is printed");
+    let ip = "240.255.255.200";
+    let detail = format!(r#"{{"ip":"{ip}"}}"#);
+    let (status, body) = http(
+        &server.address,
+        "POST",
+        "/v1/hosts/detail",
+        Some(&key),
+        &detail,
+    );
+    assert_eq!(status, 404, "the demo does not hold {ip}: {body}");
+
+    let file = dir.join("new.jsonl");
+    let lines = format!(
+        "{{\"kind\":\"service\",\"ip\":\"{ip}\",\"port\":8443,\"transport\":\"tcp\",\
+         \"protocol\":\"https\",\"observed_at\":\"{}\",\"status\":\"completed\"}}\n\
+         {{\"kind\":\"service\",\"ip\":\"{ip}\",\"port\":70000}}\n",
+        ago(600)
+    );
+    std::fs::write(&file, lines).unwrap();
+    let sent = std::time::Instant::now();
+    let out = periscope(&["ingest", "--data", data, file.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("sending the batches to it"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(stdout.contains("through:"), "{stdout}");
+    assert!(stdout.contains("applied:           1\n"), "{stdout}");
+    assert!(stdout.contains("1 rejected"), "{stdout}");
+    assert!(stdout.contains(":line 2: port:"), "{stdout}");
+
+    // Searchable after the next refresh, without a restart.
+    let found = loop {
+        let (status, body) = http(
+            &server.address,
+            "POST",
+            "/v1/hosts/detail",
+            Some(&key),
+            &detail,
+        );
+        if status == 200 {
+            break body;
+        }
+        assert_eq!(status, 404, "{body}");
+        assert!(
+            sent.elapsed() < Duration::from_secs(60),
+            "not searchable after a minute"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(found.contains(r#""port":8443"#), "{found}");
+    eprintln!(
+        "searchable {:.1} s after the ingest started",
+        sent.elapsed().as_secs_f64()
+    );
+
+    let lines = server.stop();
+    assert!(
+        lines.iter().any(|l| l.contains("ingest connection closed")),
+        "{lines:?}"
+    );
+    assert!(
+        !data_dir.join("ingest.sock").exists(),
+        "the socket is removed at shutdown"
+    );
+
+    // No server: ingest opens the store itself (the observation is already current).
+    let out = periscope(&["ingest", "--data", data, file.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(!stdout.contains("through:"), "{stdout}");
+    assert!(stdout.contains("superseded:        1\n"), "{stdout}");
 }
