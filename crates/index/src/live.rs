@@ -23,10 +23,14 @@
 //!   saved.
 //!
 //! **The index file:** a base is saved next to the store (`scan.index` beside `scan.redb`,
-//! see [`crate::engine`]'s `persist`), and [`LiveIndex::open`] loads it when it was built
-//! from the store's current generation, so a restart reads one file instead of rebuilding
-//! from every record; otherwise it builds and saves. Only full rebuilds save: a restart after
-//! batches applied since the last one builds again.
+//! see [`crate::engine`]'s `persist`) by full rebuilds only; each delta refresh saves the
+//! delta journal instead (`scan.delta`: the base's generation, the delta's, and the keys
+//! and names in between — small). [`LiveIndex::open`] loads the index file when it was
+//! built from the store's current generation, or from an older one that the journal
+//! reaches the store's generation from (then it rebuilds the delta from the journal's
+//! records), so a restart reads one file and a few records instead of rebuilding from every
+//! record; otherwise (batches committed after the last refresh, a damaged or missing file)
+//! it builds and saves.
 //!
 //! **Memory:** a full rebuild holds the old base (answering) and the new one until the swap,
 //! as every rebuild did before there was a delta; a delta refresh adds only the delta.
