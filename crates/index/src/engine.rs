@@ -440,14 +440,36 @@ impl EmbeddedIndex {
         services: Option<&RoaringBitmap>,
         hosts: Option<&RoaringBitmap>,
         shadow: Option<&RoaringBitmap>,
+        f: impl FnMut(u32, &[u32]),
+    ) {
+        match shadow {
+            // One index alone: the walk without a shadow test at all.
+            None => self.walk(services, hosts, |_| false, f),
+            // Hosts come in ascending order: the shadow is read alongside, not looked up.
+            Some(shadow) => {
+                let mut shadowed = shadow.iter().peekable();
+                let hides = move |h: u32| {
+                    while shadowed.next_if(|s| *s < h).is_some() {}
+                    shadowed.peek() == Some(&h)
+                };
+                self.walk(services, hosts, hides, f);
+            }
+        }
+    }
+
+    /// [`Self::for_each_host`] with `hides` saying, for ascending hosts, which to leave out.
+    #[inline]
+    fn walk(
+        &self,
+        services: Option<&RoaringBitmap>,
+        hosts: Option<&RoaringBitmap>,
+        mut hides: impl FnMut(u32) -> bool,
         mut f: impl FnMut(u32, &[u32]),
     ) {
         let mut run: Vec<u32> = Vec::with_capacity(16);
-        // Hosts come in ascending order: the shadow is passed alongside, not looked up.
-        let mut hidden = Hidden::new(shadow);
         let Some(services) = services else {
             let mut each = |h: u32| {
-                if hidden.hides(h) {
+                if hides(h) {
                     return;
                 }
                 run.clear();
@@ -472,7 +494,7 @@ impl EmbeddedIndex {
                 }
                 run.clear();
                 current = h;
-                keep = hosts.is_none_or(|set| set.contains(h)) && !hidden.hides(h);
+                keep = hosts.is_none_or(|set| set.contains(h)) && !hides(h);
             }
             if keep {
                 run.push(s);
@@ -749,25 +771,6 @@ impl ScanIndex for EmbeddedIndex {
         _now: Timestamp,
     ) -> Result<Option<HostDetail>, IndexError> {
         View::single(self).host_detail(ip, continuation, limit)
-    }
-}
-
-/// A shadow read alongside a walk over ascending host ordinals.
-struct Hidden<'a>(Option<std::iter::Peekable<roaring::bitmap::Iter<'a>>>);
-
-impl<'a> Hidden<'a> {
-    fn new(shadow: Option<&'a RoaringBitmap>) -> Self {
-        Self(shadow.map(|s| s.iter().peekable()))
-    }
-
-    /// Whether `h` is shadowed; `h` never below the one asked before.
-    #[inline]
-    fn hides(&mut self, h: u32) -> bool {
-        let Some(shadowed) = &mut self.0 else {
-            return false;
-        };
-        while shadowed.next_if(|s| *s < h).is_some() {}
-        shadowed.peek() == Some(&h)
     }
 }
 
