@@ -138,8 +138,8 @@ pub(crate) struct IndexArgs {
     /// Also write the figures as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// After the queries, apply N observations of a second synthetic world (seed + 1)
-    /// through the live index as a server does, time the delta refresh that makes them
+    /// After the queries, apply N observations of another synthetic world (seed + 1 + the
+    /// store's generation) through the live index as a server does, time the delta refresh that makes them
     /// searchable, measure every operation again over the base and that delta, then time a
     /// full rebuild of the same store for comparison (it saves the index file, so the store
     /// in DIR keeps the batch and a later --reuse loads it as one base) [default: none].
@@ -915,12 +915,14 @@ struct DeltaRun {
     full_seconds: f64,
 }
 
-/// `n` observations of the synthetic world of the next seed, as of the same instant.
-fn delta_observations(dataset: Dataset, n: u64) -> Result<Vec<Observation>> {
+/// `n` observations of another synthetic world, as of the same instant: its seed follows
+/// the dataset's by the store's generation, so a batch applied by an earlier run (which
+/// advanced the generation) is not applied again.
+fn delta_observations(dataset: Dataset, generation: u64, n: u64) -> Result<Vec<Observation>> {
     let cfg = SynthConfig {
         // About three observations per host.
         hosts: (n / 3).max(1),
-        seed: dataset.seed.wrapping_add(1),
+        seed: dataset.seed.wrapping_add(1).wrapping_add(generation),
         as_of: dataset.as_of,
     };
     let mut text = Vec::new();
@@ -945,7 +947,7 @@ fn delta_observations(dataset: Dataset, n: u64) -> Result<Vec<Observation>> {
 /// `--delta-batch`: a batch applied to the running index, the delta refresh timed, the
 /// operations measured again over base and delta, and a full rebuild timed.
 fn delta_refresh(live: &LiveIndex, dataset: Dataset, n: u64, ops: &[Op]) -> Result<DeltaRun> {
-    let batch = delta_observations(dataset, n)?;
+    let batch = delta_observations(dataset, live.current().generation(), n)?;
     eprintln!(
         "bench index: applying {} observations and refreshing the delta…",
         group(batch.len() as u64)
