@@ -1076,7 +1076,10 @@ fn write_delta_report(out: &mut impl Write, d: &DeltaRun) -> io::Result<()> {
         d.full_seconds
     )?;
     writeln!(out)?;
-    writeln!(out, "the operations over the base and the delta:")?;
+    writeln!(
+        out,
+        "the operations over the base and the delta (matched: as counted before the batch):"
+    )?;
     write_table(out, &d.results)
 }
 

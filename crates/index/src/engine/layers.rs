@@ -236,14 +236,19 @@ impl<'a> View<'a> {
             return exposed.finish();
         }
         placed.sort_unstable_by_key(|p| p.key);
-        let mut pending = placed.iter().peekable();
+        // Each later host goes before the first base ordinal above its address (a base host
+        // at the same address is shadowed, never walked), so the walk compares ordinals.
+        let mut pending = placed
+            .iter()
+            .map(|p| (index.ordinal_from(p.key), p))
+            .peekable();
         index.for_each_match(query, &listed, first.shadow, |h, services| {
-            let key = first.key(h);
-            while let Some(p) = pending.next_if(|p| p.key < key) {
+            while let Some((_, p)) = pending.next_if(|(before, _)| *before <= h) {
                 exposed.add_placed(p);
             }
             exposed.add(h, services);
         });
+        let pending = pending.map(|(_, p)| p);
         pending.for_each(|p| exposed.add_placed(p));
         exposed.finish()
     }
