@@ -131,9 +131,9 @@ impl LiveIndex {
     /// The default delta limit is a tenth of the base's hosts, but never below this…
     pub const MIN_DELTA: u64 = 20_000;
 
-    /// …nor above this (a delta refresh takes about a second per 100,000 addresses on the
-    /// 2-core machine, see `docs/benchmarks.md`).
-    pub const MAX_DELTA: u64 = 250_000;
+    /// …nor above this: a delta refresh takes about two seconds per 100,000 addresses on
+    /// the 2-core machine (`docs/benchmarks.md`), so a refresh stays within a few seconds.
+    pub const MAX_DELTA: u64 = 200_000;
 
     /// The index file of the store at `path`: the same name with `.index`.
     pub fn index_path(store_path: &Path) -> PathBuf {
