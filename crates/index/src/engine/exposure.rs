@@ -278,10 +278,9 @@ impl<'a> Exposed<'a> {
                 },
             );
         }
-        let placed = self.placed_hits.iter().map(|(place, hits)| (hits, place));
-        for (hits, (tile, country)) in self.hits.iter().zip(&self.places.places).chain(placed) {
-            let Some(country) = country.filter(|_| *hits > 0) else {
-                continue;
+        let mut count = |hits: u32, tile: u16, country: Option<CountryCode>| {
+            let Some(country) = country.filter(|_| hits > 0) else {
+                return;
             };
             let key = (
                 u32::from(tile >> 8) >> shift,
@@ -290,6 +289,12 @@ impl<'a> Exposed<'a> {
             if let Some(t) = tiles.get_mut(&key) {
                 *t.countries.entry(country).or_default() += hits;
             }
+        };
+        for (hits, (tile, country)) in self.hits.iter().zip(&self.places.places) {
+            count(*hits, *tile, *country);
+        }
+        for ((tile, country), hits) in &self.placed_hits {
+            count(*hits, *tile, *country);
         }
         answer(
             tiles,
