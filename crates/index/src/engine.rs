@@ -40,6 +40,7 @@
 //! ids, ordinal maps and domain-scan lookups
 //! ([`EmbeddedIndex::stats`]); over the store, no host record stays in memory.
 
+mod expiry;
 mod exposure;
 mod facets;
 mod layers;
@@ -135,6 +136,9 @@ pub struct EmbeddedIndex {
     value_hosts: ValueHosts,
     /// Host ordinal → place id (zoom-8 tile and country), for exposure.
     place_ids: exposure::Places,
+    /// Per hour, the hosts whose oldest current service was observed then: which hosts the
+    /// retention window reaches as time passes.
+    expiry: expiry::Expiry,
     scans: ScanRecords,
 }
 
@@ -223,6 +227,7 @@ impl EmbeddedIndex {
             hosts: HostPostings::default(),
             value_hosts: ValueHosts::default(),
             place_ids: exposure::Places::default(),
+            expiry: expiry::Expiry::default(),
             scans: ScanRecords::new(domains),
         };
         let mut previous: Option<u128> = None;
@@ -246,6 +251,8 @@ impl EmbeddedIndex {
             }
             let end = u32::try_from(index.service_host.len()).map_err(|_| BuildError::TooLarge)?;
             index.service_start.push(end);
+            let oldest = rec.services.values().map(|s| s.observed_at.unix()).min();
+            index.expiry.add(host, oldest.unwrap_or(i64::MAX));
             index.hosts.add(host, &rec);
             index.value_hosts.add(host, rec.services.values());
             let position = rec.position.as_ref().map(|(p, _)| *p);
@@ -279,12 +286,21 @@ impl EmbeddedIndex {
             + self.services.heap_bytes()
             + self.hosts.heap_bytes()
             + self.value_hosts.heap_bytes()
-            + self.place_ids.heap_bytes();
+            + self.place_ids.heap_bytes()
+            + self.expiry.heap_bytes();
         EngineStats {
             hosts: self.keys.len() as u64,
             services: self.service_host.len() as u64,
             index_bytes: bytes as u64,
         }
+    }
+
+    /// Host ordinals that may hold a service the retention window has left by `now` (every
+    /// host that did at build time is not in the index): a superset by at most an hour's
+    /// worth of hosts.
+    fn expiring(&self, now: Timestamp) -> RoaringBitmap {
+        self.expiry
+            .due(now.unix().saturating_sub(self.config.retention_secs))
     }
 
     fn host_count(&self) -> u32 {

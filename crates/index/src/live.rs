@@ -12,11 +12,15 @@
 //!   latest store snapshot), and the base's hosts at those addresses are shadowed. Its cost
 //!   follows the delta, not the store: milliseconds to a second or so (see
 //!   `docs/benchmarks.md`), at any store size.
+//! - **Retention:** a base applies the retention window at the moment it was built (see
+//!   [`crate::engine`]); as time passes, the base's hosts whose oldest service the window
+//!   has reached are re-read into the delta too (the base knows them by the hour of that
+//!   service), so services leave the window without a rebuild: a delta refresh runs when
+//!   batches were committed or the window entered another hour.
 //! - **Full rebuild**: when the delta would hold more addresses than
 //!   [`LiveIndex::delta_limit`] allows (by default a tenth of the base, within
 //!   [`LiveIndex::MIN_DELTA`]..=[`LiveIndex::MAX_DELTA`]), or the base is older than
-//!   [`LiveIndex::MAX_SNAPSHOT_AGE_SECS`] (a base applies the retention window at the
-//!   moment it was built, see [`crate::engine`]), a new base is built from the whole
+//!   [`LiveIndex::MAX_SNAPSHOT_AGE_SECS`] (a day), a new base is built from the whole
 //!   store. [`LiveIndex::spawn_refresher`] runs it on a thread of its own while delta
 //!   refreshes go on over the old base; when it is done, the new base and a delta of what
 //!   was written meanwhile replace the old view in one swap, and only then is the index file
@@ -124,9 +128,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl LiveIndex {
-    /// A base is rebuilt after this many seconds even without new data, so the retention
-    /// window moves on.
-    pub const MAX_SNAPSHOT_AGE_SECS: i64 = 3_600;
+    /// A base is rebuilt after this many seconds even when its delta is small. (The
+    /// retention window moves through the delta: hosts it reaches are re-read into the delta
+    /// each hour. A daily base also lets the store reuse the pages its snapshot holds.)
+    pub const MAX_SNAPSHOT_AGE_SECS: i64 = 86_400;
 
     /// The default delta limit is a tenth of the base's hosts, but never below this…
     pub const MIN_DELTA: u64 = 20_000;
@@ -260,19 +265,31 @@ impl LiveIndex {
     }
 
     /// Whether a full rebuild is due at `now`: the base is older than
-    /// [`Self::MAX_SNAPSHOT_AGE_SECS`] or the records written since it was built are more
-    /// than [`Self::delta_limit`].
+    /// [`Self::MAX_SNAPSHOT_AGE_SECS`] or the records written since it was built and its
+    /// hosts the retention window has reached are more than [`Self::delta_limit`].
     pub fn full_rebuild_due(&self, now: Timestamp) -> bool {
         let view = self.current();
         let base = view.base();
         let age = now.unix() - base.built_at().unix();
-        let pending = lock(&self.written).hosts.len() as u64;
+        let pending = lock(&self.written).hosts.len() as u64 + view.expiring(now);
         age >= Self::MAX_SNAPSHOT_AGE_SECS || pending > self.delta_limit(base.stats().hosts)
+    }
+
+    /// Whether the retention window has entered another hour since the current view applied
+    /// it, so that more base hosts may have lost a service (see [`LayeredIndex::with_delta`]).
+    fn window_moved(&self, now: Timestamp) -> bool {
+        let hour = |t: Timestamp| {
+            t.unix()
+                .saturating_sub(self.config.retention_secs)
+                .div_euclid(3_600)
+        };
+        hour(now) != hour(self.current().as_of())
     }
 
     /// Makes every committed batch searchable, current at `now`: a full rebuild in the
     /// caller's thread when one is due ([`Self::full_rebuild_due`]) and none is running,
-    /// otherwise a delta refresh when batches were committed since the current view.
+    /// otherwise a delta refresh when batches were committed since the current view or the
+    /// retention window moved into another hour ([`Self::refresh_delta`]).
     /// Returns whether it swapped. Searches go on against the old view meanwhile. A failed
     /// save ([`BuildError::Save`]) comes after the swap: the new view answers, and the next
     /// start rebuilds.
@@ -291,12 +308,13 @@ impl LiveIndex {
         self.refresh_delta(now)
     }
 
-    /// Rebuilds the delta from the records written since the base was built, current at
-    /// `now`, and swaps it in, when batches were committed since the current view was
-    /// built. Returns whether it swapped.
+    /// Rebuilds the delta from the records written since the base was built and those of
+    /// base hosts the retention window has reached, current at `now`, and swaps it in, when
+    /// batches were committed since the current view was built or the window entered
+    /// another hour. Returns whether it swapped.
     pub fn refresh_delta(&self, now: Timestamp) -> Result<bool, BuildError> {
         let _building = lock(&self.building);
-        if !self.is_stale() {
+        if !self.is_stale() && !self.window_moved(now) {
             return Ok(false);
         }
         let (snapshot, committed, (keys, names)) = {

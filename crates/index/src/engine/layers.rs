@@ -298,6 +298,8 @@ impl<'a> View<'a> {
 pub struct LayeredIndex {
     base: Arc<EmbeddedIndex>,
     delta: Option<Delta>,
+    /// When the retention window was last applied: the delta's build time, else the base's.
+    as_of: Timestamp,
 }
 
 #[derive(Debug)]
@@ -305,21 +307,30 @@ struct Delta {
     index: EmbeddedIndex,
     /// Base ordinals of the addresses the delta was built for.
     shadow: RoaringBitmap,
-    /// What the delta was built from (its addresses: the host records written since the
-    /// base).
+    /// Addresses the delta was built for: the records written since the base and the base's
+    /// hosts the retention window has reached.
+    addresses: usize,
+    /// What the delta was built from, to save: the records written since the base.
     journal: DeltaJournal,
 }
 
 impl LayeredIndex {
     /// The base alone.
     pub fn new(base: Arc<EmbeddedIndex>) -> Self {
-        Self { base, delta: None }
+        let as_of = base.built_at();
+        Self {
+            base,
+            delta: None,
+            as_of,
+        }
     }
 
-    /// `base` with a delta of the host records stored under `keys` (host-order keys,
-    /// ascending and distinct) and the domain-scan records of `names` in `snapshot` — the
-    /// records written after the snapshot `base` was built from — current at `now`. The
-    /// delta keeps `snapshot` to read the records it shows.
+    /// `base` with a delta current at `now` of the host records stored in `snapshot` under
+    /// `keys` (host-order keys, ascending and distinct: the records written after the
+    /// snapshot `base` was built from) and under the addresses of the base's hosts that may
+    /// have lost a service to the retention window since the base was built, and of the
+    /// domain-scan records of `names`. The delta keeps `snapshot` to read the records it
+    /// shows.
     pub fn with_delta(
         base: Arc<EmbeddedIndex>,
         snapshot: StoreSnapshot,
@@ -327,9 +338,20 @@ impl LayeredIndex {
         names: &[DomainName],
         now: Timestamp,
     ) -> Result<Self, BuildError> {
-        if keys.is_empty() && names.is_empty() {
-            return Ok(Self::new(base));
+        let written = keys;
+        let expiring: Vec<u128> = base
+            .expiring(now)
+            .iter()
+            .filter_map(|h| base.keys.get(h as usize).copied())
+            .collect();
+        let addresses = union(keys, &expiring);
+        if addresses.is_empty() && names.is_empty() {
+            return Ok(Self {
+                as_of: now,
+                ..Self::new(base)
+            });
         }
+        let keys = &addresses[..];
         let mut domains = DomainScans::default();
         for name in names {
             if let Some(scan) = snapshot.domain_scan(name)? {
@@ -346,19 +368,20 @@ impl LayeredIndex {
             .iter()
             .filter_map(|key| base.ordinal_of(*key))
             .collect();
-        let journal = DeltaJournal {
-            base_generation: base.generation(),
-            generation: index.generation(),
-            hosts: keys.to_vec(),
-            names: names.to_vec(),
-        };
         Ok(Self {
-            base,
             delta: Some(Delta {
-                index,
                 shadow,
-                journal,
+                addresses: addresses.len(),
+                journal: DeltaJournal {
+                    base_generation: base.generation(),
+                    generation: index.generation(),
+                    hosts: written.to_vec(),
+                    names: names.to_vec(),
+                },
+                index,
             }),
+            base,
+            as_of: now,
         })
     }
 
@@ -372,9 +395,21 @@ impl LayeredIndex {
         self.delta.as_ref().map(|d| &d.index)
     }
 
-    /// Addresses the delta was built for (0 without a delta).
+    /// Addresses the delta was built for (0 without a delta): those written since the base
+    /// and those of base hosts the retention window has reached.
     pub fn delta_addresses(&self) -> usize {
-        self.delta.as_ref().map_or(0, |d| d.journal.hosts.len())
+        self.delta.as_ref().map_or(0, |d| d.addresses)
+    }
+
+    /// When the retention window was last applied (the delta's build time, else the
+    /// base's).
+    pub fn as_of(&self) -> Timestamp {
+        self.as_of
+    }
+
+    /// Base hosts that may have lost a service to the retention window by `now`.
+    pub fn expiring(&self, now: Timestamp) -> u64 {
+        self.base.expiring(now).len()
     }
 
     /// What the delta was built from, to save beside the base's index file.
@@ -431,6 +466,32 @@ impl LayeredIndex {
             scans: ScanView::new(vec![&self.base.scans, &delta.index.scans]),
         }
     }
+}
+
+/// The union of two ascending lists, ascending, each value once.
+fn union(a: &[u128], b: &[u128]) -> Vec<u128> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+        match x.cmp(y) {
+            std::cmp::Ordering::Less => {
+                out.push(*x);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(*y);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                out.push(*x);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out.extend_from_slice(a.get(i..).unwrap_or_default());
+    out.extend_from_slice(b.get(j..).unwrap_or_default());
+    out
 }
 
 impl ScanIndex for LayeredIndex {

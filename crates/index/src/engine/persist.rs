@@ -5,7 +5,7 @@
 //! Layout (little-endian): the magic `PSCPIDX\0`, [`FORMAT_VERSION`], the store generation it
 //! was built from, the build time, the two settings that shape an index, then the ordinal
 //! maps, places, service postings and columns, host postings, the per-value host postings of
-//! port, protocol, CVSS and exploit, and the exposure place ids — in the order
+//! port, protocol, CVSS and exploit, the exposure place ids and the expiry hours — in the order
 //! [`EmbeddedIndex::save`] writes them — and last a 64-bit checksum of every byte before it.
 //! Bitmaps are roaring's portable serialization. The domain-scan lookups are not in the file:
 //! they are rebuilt from the store snapshot, which is small.
@@ -40,7 +40,7 @@ use crate::store::IndexConfig;
 
 const MAGIC: &[u8; 8] = b"PSCPIDX\0";
 /// The layout written and the only one read.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Why an index file was not used.
 #[derive(Debug, thiserror::Error)]
@@ -366,7 +366,8 @@ impl EmbeddedIndex {
         self.services.write(w)?;
         self.hosts.write(w)?;
         self.value_hosts.write(w)?;
-        self.place_ids.write(w)
+        self.place_ids.write(w)?;
+        self.expiry.write(w)
     }
 
     /// Loads the index file at `path` built from `snapshot` with `config`; see the module
@@ -464,6 +465,7 @@ impl EmbeddedIndex {
         let host_postings = super::postings::HostPostings::read(&mut r, hosts)?;
         let value_hosts = super::postings::ValueHosts::read(&mut r, hosts)?;
         let place_ids = super::exposure::Places::read(&mut r, &places)?;
+        let expiry = super::expiry::Expiry::read(&mut r, hosts)?;
         let computed = r.sum.finish();
         let stored = u64::from_le_bytes(r.array::<8>()?);
         if computed != stored {
@@ -486,6 +488,7 @@ impl EmbeddedIndex {
             hosts: host_postings,
             value_hosts,
             place_ids,
+            expiry,
             scans,
         })
     }
