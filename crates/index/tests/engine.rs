@@ -36,6 +36,8 @@ use proptest::prelude::*;
 // Vocabularies shared by the data and the queries.
 
 const NOW: &str = "2026-11-20T14:00:00Z";
+/// Thirty days after `TIMES[1]` and four hours, before thirty days after `TIMES[2]`.
+const LATER: &str = "2026-12-19T12:00:00Z";
 /// Expired, older, newer, newest.
 const TIMES: [&str; 4] = [
     "2026-09-01T00:00:00Z",
@@ -461,6 +463,7 @@ fn query() -> impl Strategy<Value = (Query, Vec<IpAddr>)> {
 
 /// Walks every page of `query` from `after` in both engines, requiring equal pages.
 fn same_search(
+    at: Timestamp,
     reference: &ReferenceIndex,
     engine: &dyn ScanIndex,
     query: &Query,
@@ -474,7 +477,7 @@ fn same_search(
             after,
             limit,
             resolved,
-            now: now(),
+            now: at,
         };
         let want = reference.search(&req).unwrap();
         let got = engine.search(&req).unwrap();
@@ -497,6 +500,7 @@ fn same_search(
 }
 
 fn same_detail(
+    at: Timestamp,
     reference: &ReferenceIndex,
     engine: &dyn ScanIndex,
     address: IpAddr,
@@ -505,10 +509,10 @@ fn same_detail(
     let mut continuation: Option<String> = None;
     for _ in 0..100 {
         let want = reference
-            .host_detail(address, continuation.as_deref(), limit, now())
+            .host_detail(address, continuation.as_deref(), limit, at)
             .unwrap();
         let got = engine
-            .host_detail(address, continuation.as_deref(), limit, now())
+            .host_detail(address, continuation.as_deref(), limit, at)
             .unwrap();
         prop_assert_eq!(&got, &want, "detail {} after {:?}", address, continuation);
         match want.and_then(|d| d.next) {
@@ -517,8 +521,8 @@ fn same_detail(
                 let other = ip("240.0.0.2");
                 if other != address {
                     prop_assert_eq!(
-                        engine.host_detail(other, Some(&next), limit, now()),
-                        reference.host_detail(other, Some(&next), limit, now())
+                        engine.host_detail(other, Some(&next), limit, at),
+                        reference.host_detail(other, Some(&next), limit, at)
                     );
                 }
                 continuation = Some(next);
@@ -546,7 +550,7 @@ proptest! {
         queries in queries(),
     ) {
         let (reference, engine) = both(config(max), &lines);
-        same_answers(&reference, &engine, &queries)?;
+        same_answers(now(), &reference, &engine, &queries)?;
     }
 
     #[test]
@@ -555,7 +559,7 @@ proptest! {
         limit in 1..4usize,
     ) {
         let (reference, engine) = both(IndexConfig::default(), &lines);
-        same_details(&reference, &engine, limit)?;
+        same_details(now(), &reference, &engine, limit)?;
     }
 }
 
@@ -570,23 +574,32 @@ fn queries() -> impl Strategy<Value = Queries> {
 
 /// Every page, count, exposure and facets answer of `queries` equal in both.
 fn same_answers(
+    at: Timestamp,
     reference: &ReferenceIndex,
     engine: &dyn ScanIndex,
     queries: &Queries,
 ) -> Result<(), TestCaseError> {
     for ((query, resolved), after, limit) in queries {
-        same_search(reference, engine, query, resolved, None, *limit)?;
-        same_search(reference, engine, query, resolved, after.map(ip), *limit)?;
+        same_search(at, reference, engine, query, resolved, None, *limit)?;
+        same_search(
+            at,
+            reference,
+            engine,
+            query,
+            resolved,
+            after.map(ip),
+            *limit,
+        )?;
         prop_assert_eq!(
-            engine.count(query, now()),
-            reference.count(query, now()),
+            engine.count(query, at),
+            reference.count(query, at),
             "count {}",
             query
         );
         for resolution in [Resolution::Global, Resolution::Regional, Resolution::Local] {
             prop_assert_eq!(
-                engine.exposure(query, resolution, now()),
-                reference.exposure(query, resolution, now()),
+                engine.exposure(query, resolution, at),
+                reference.exposure(query, resolution, at),
                 "exposure {} {}",
                 query,
                 resolution
@@ -594,8 +607,8 @@ fn same_answers(
         }
         if let Query::Filter(f) = query {
             prop_assert_eq!(
-                engine.facets(f, now()),
-                reference.facets(f, now()),
+                engine.facets(f, at),
+                reference.facets(f, at),
                 "facets {}",
                 query
             );
@@ -606,13 +619,14 @@ fn same_answers(
 
 /// Host details (every page) and domain-scan lookups of every address and name equal.
 fn same_details(
+    at: Timestamp,
     reference: &ReferenceIndex,
     engine: &dyn ScanIndex,
     limit: usize,
 ) -> Result<(), TestCaseError> {
     for address in ADDRESSES.iter().copied().chain(["240.9.9.9"]) {
         let address = ip(address);
-        same_detail(reference, engine, address, limit)?;
+        same_detail(at, reference, engine, address, limit)?;
         prop_assert_eq!(
             engine.domain_scans_of_address(address),
             reference.domain_scans_of_address(address)
@@ -624,8 +638,8 @@ fn same_details(
         "hd1.00000000000000000000000000000000.22.ssh",
     ] {
         prop_assert_eq!(
-            engine.host_detail(ip("240.0.0.1"), Some(garbage), 2, now()),
-            reference.host_detail(ip("240.0.0.1"), Some(garbage), 2, now())
+            engine.host_detail(ip("240.0.0.1"), Some(garbage), 2, at),
+            reference.host_detail(ip("240.0.0.1"), Some(garbage), 2, at)
         );
     }
     for name in [
@@ -669,14 +683,17 @@ impl Drop for CaseDir {
     }
 }
 
-/// A `LiveIndex` whose base holds `base` (a full rebuild) and whose delta holds `later`
-/// (each batch applied, and refreshed after when its flag says so, then refreshed once
-/// more), with the reference fed everything; checks that the base was not rebuilt.
+/// A `LiveIndex` whose base holds `base` (a full rebuild at `now()`) and whose delta holds
+/// `later` (each batch applied, and the delta refreshed at `at` after it when its flag says
+/// so, then refreshed once more at `at`), with the reference fed everything; checks that the
+/// base was not rebuilt. With `at` later than `now()`, services the window leaves between
+/// the two go through the delta.
 fn layered(
     dir: &CaseDir,
     config: IndexConfig,
     base: &[String],
     later: &[(Vec<String>, bool)],
+    at: Timestamp,
 ) -> (ReferenceIndex, LiveIndex) {
     let (live, _) = LiveIndex::open(&dir.0.join("scan.redb"), config, now()).unwrap();
     let mut reference = ReferenceIndex::new(config);
@@ -697,10 +714,10 @@ fn layered(
         }
         live.apply_batch(&observations).unwrap();
         if *refresh {
-            live.refresh(now()).unwrap();
+            live.refresh_delta(at).unwrap();
         }
     }
-    live.refresh(now()).unwrap();
+    live.refresh_delta(at).unwrap();
     assert!(!live.is_stale());
     assert!(
         std::sync::Arc::ptr_eq(&first, live.current().base()),
@@ -729,14 +746,17 @@ proptest! {
         max in 0..8u64,
         queries in queries(),
         limit in 1..4usize,
+        later_day in any::<bool>(),
     ) {
         let dir = CaseDir::new();
-        let (reference, live) = layered(&dir, config(max), &base, &later);
+        // A month later, services observed at TIMES[1] have left the window, TIMES[2] not.
+        let at = if later_day { Timestamp::parse(LATER).unwrap() } else { now() };
+        let (reference, live) = layered(&dir, config(max), &base, &later, at);
         let view = live.current();
-        same_answers(&reference, view.as_ref(), &queries)?;
-        same_details(&reference, view.as_ref(), limit)?;
+        same_answers(at, &reference, view.as_ref(), &queries)?;
+        same_details(at, &reference, view.as_ref(), limit)?;
         // The live index answers through the same view.
-        same_answers(&reference, &live, &queries)?;
+        same_answers(at, &reference, &live, &queries)?;
     }
 }
 

@@ -1,7 +1,8 @@
 //! `LiveIndex`: batches become searchable with the next refresh, a search keeps the view it
 //! started with, the background refresher picks new batches up without being asked, a
 //! refresh after a small batch builds only a delta (the base is the same `Arc`) while a delta
-//! past the limit or an aged base brings a full rebuild (so expired services leave), a
+//! past the limit or a day-old base brings a full rebuild, expired services leave through
+//! the delta, a
 //! delta's hosts are summed among the base's in host order, and the index file: a restart
 //! loads it (with the delta journal when batches came after it) when it matches the store,
 //! answers exactly as the built view did, and rebuilds when it is stale, damaged or missing.
@@ -121,7 +122,7 @@ fn the_background_refresher_makes_new_batches_searchable() {
 }
 
 #[test]
-fn an_aged_snapshot_is_rebuilt_so_expired_services_leave() {
+fn expired_services_leave_through_the_delta_and_a_day_old_base_is_rebuilt() {
     let dir = TempStore::new("aging");
     let live = LiveIndex::open(&dir.path(), IndexConfig::default(), now())
         .unwrap()
@@ -132,11 +133,25 @@ fn an_aged_snapshot_is_rebuilt_so_expired_services_leave() {
     assert!(live.refresh(now()).unwrap());
     assert_eq!(count(&live, "port:443"), 1);
 
+    let base = Arc::clone(live.current().base());
+
     let soon = Timestamp::from_unix(now().unix() + 60).unwrap();
-    assert!(!live.refresh(soon).unwrap(), "young snapshot, nothing new");
-    let later =
-        Timestamp::from_unix(now().unix() + LiveIndex::MAX_SNAPSHOT_AGE_SECS + 3_600).unwrap();
-    assert!(live.refresh(later).unwrap(), "an old snapshot is rebuilt");
+    assert!(!live.refresh(soon).unwrap(), "the same hour, nothing new");
+    // Two hours later the service has left the window: the delta re-reads its host.
+    let later = Timestamp::from_unix(now().unix() + 7_200).unwrap();
+    assert!(live.refresh(later).unwrap(), "the window moved");
+    assert_eq!(count(&live, "port:443"), 0);
+    assert!(
+        Arc::ptr_eq(live.current().base(), &base),
+        "through the delta"
+    );
+    assert_eq!(live.current().delta_addresses(), 1);
+
+    let next_day =
+        Timestamp::from_unix(now().unix() + LiveIndex::MAX_SNAPSHOT_AGE_SECS + 60).unwrap();
+    assert!(live.refresh(next_day).unwrap(), "a day-old base is rebuilt");
+    assert!(!Arc::ptr_eq(live.current().base(), &base));
+    assert_eq!(live.current().delta_addresses(), 0);
     assert_eq!(count(&live, "port:443"), 0);
 }
 
