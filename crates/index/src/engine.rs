@@ -16,6 +16,7 @@
 //! - `facets`: one walk over the match tallies every group without a clause of its own;
 //!   groups with one count from host postings or from a walk without that clause.
 //! - `exposure`: a place id per host (zoom-8 tile and country), one pass over the match.
+//! - `expiry`: per hour, the hosts whose oldest current service was observed then.
 //! - `scans`: the domain-scan records by name (and parent domain) and by listed address.
 //! - `layers`: [`LayeredIndex`], a base and a delta built from the records written after it,
 //!   answering as one index; every answer of this engine is computed over *layers* (each
@@ -31,9 +32,10 @@
 //!
 //! **Snapshot:** the retention window is applied when the index is built — each host keeps
 //! the services current at the build time `now`, and addresses left without one are dropped.
-//! The `now` of a request is not consulted: to see new observations, build a delta over the
-//! index ([`LayeredIndex::with_delta`]); to move the window, build a new index.
-//! [`crate::live::LiveIndex`] does both and swaps the result in.
+//! The `now` of a request is not consulted: to see new observations or move the window,
+//! build a delta over the index ([`LayeredIndex::with_delta`]: it re-reads the records
+//! written since and those of the hosts the window has reached, which `expiry` keeps by the
+//! hour of their oldest service); [`crate::live::LiveIndex`] does that and swaps it in.
 //! **Index file** (`persist`): [`EmbeddedIndex::save`] and [`EmbeddedIndex::load`] keep a
 //! built index on disk so that a restart need not rebuild it.
 //! **Memory:** postings (service and host level), per-service columns, per-host place
