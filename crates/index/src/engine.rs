@@ -301,8 +301,8 @@ impl EmbeddedIndex {
     /// host that did at build time is not in the index): a superset by at most an hour's
     /// worth of hosts.
     fn expiring(&self, now: Timestamp) -> RoaringBitmap {
-        self.expiry
-            .due(now.unix().saturating_sub(self.config.retention_secs))
+        let cutoff = |t: Timestamp| t.unix().saturating_sub(self.config.retention_secs);
+        self.expiry.due(cutoff(self.built_at), cutoff(now))
     }
 
     fn host_count(&self) -> u32 {

@@ -1,8 +1,8 @@
 //! When each host of an index first loses a service to the retention window: per hour, the
 //! hosts whose oldest current service (at build time) was observed in that hour. A service
 //! observed at `t` leaves the window at `t + retention`, so at `now` the hosts of every hour
-//! up to `now - retention` may have lost one ([`Expiry::due`], a superset by at most an
-//! hour's hosts). A delta over the index re-reads those hosts, so the window moves without
+//! from the cutoff at build time up to `now - retention` may have lost one ([`Expiry::due`],
+//! a superset by at most an hour's hosts). A delta over the index re-reads those hosts, so the window moves without
 //! rebuilding the index (see `layers`).
 
 use std::collections::BTreeMap;
@@ -29,12 +29,16 @@ impl Expiry {
             .insert(h);
     }
 
-    /// The hosts that may hold a service observed before `cutoff` (unix seconds): every
-    /// host of an hour that starts before it.
-    pub fn due(&self, cutoff: i64) -> RoaringBitmap {
-        let last = cutoff.div_euclid(HOUR);
+    /// The hosts that may hold a service observed before `cutoff` (unix seconds), given that
+    /// none held one observed before `built` (the cutoff when the index was built): every
+    /// host of an hour that meets `built..cutoff`.
+    pub fn due(&self, built: i64, cutoff: i64) -> RoaringBitmap {
         let mut out = RoaringBitmap::new();
-        for hosts in self.by_hour.range(..=last).map(|(_, h)| h) {
+        if cutoff <= built {
+            return out;
+        }
+        let (first, last) = (built.div_euclid(HOUR), cutoff.div_euclid(HOUR));
+        for hosts in self.by_hour.range(first..=last).map(|(_, h)| h) {
             out |= hosts;
         }
         out
@@ -78,5 +82,42 @@ impl Expiry {
             ));
         }
         Ok(Self { by_hour })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_hosts_are_those_of_the_hours_the_cutoff_passed() {
+        let mut e = Expiry::default();
+        // Host 0 at 10:00, 1 at 10:59, 2 at 11:30, 3 at 13:00 (hours since the epoch: 10…).
+        for (h, t) in [
+            (0, 10 * HOUR),
+            (1, 11 * HOUR - 1),
+            (2, 11 * HOUR + 1_800),
+            (3, 13 * HOUR),
+        ] {
+            e.add(h, t);
+        }
+        let due = |built: i64, cutoff: i64| e.due(built, cutoff).iter().collect::<Vec<_>>();
+        assert_eq!(
+            due(10 * HOUR, 10 * HOUR),
+            Vec::<u32>::new(),
+            "nothing passed"
+        );
+        assert_eq!(
+            due(10 * HOUR, 10 * HOUR + 1),
+            vec![0, 1],
+            "the hour it is in"
+        );
+        assert_eq!(due(10 * HOUR, 11 * HOUR + 1), vec![0, 1, 2]);
+        assert_eq!(
+            due(11 * HOUR, 12 * HOUR),
+            vec![2],
+            "hours before the build's cutoff are gone"
+        );
+        assert_eq!(due(10 * HOUR, 20 * HOUR), vec![0, 1, 2, 3]);
     }
 }
