@@ -652,7 +652,7 @@ impl ScanIndex for EmbeddedIndex {
         };
         let limit = req.limit.max(1);
         // A filter naming a service: walk its services rather than map them all to hosts
-        // (never declined as too broad: that is for queries naming no service).
+        // (never declined as too broad: that is for organization or country alone).
         if let Query::Filter(f) = req.query
             && let Some(services) = self.services_satisfying(f.clauses())
         {

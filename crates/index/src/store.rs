@@ -36,7 +36,7 @@ use periscope_model::{DomainName, Port, ProtocolToken, Timestamp};
 pub struct IndexConfig {
     /// Observations older than this many seconds before "now" stop being current (30 days).
     pub retention_secs: i64,
-    /// A query naming no service is declined by search above this many hosts (10,000).
+    /// Organization alone or country alone is declined by search above this many hosts (10,000).
     pub max_host_only_results: u64,
 }
 
