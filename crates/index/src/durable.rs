@@ -338,16 +338,26 @@ impl DurableStore {
         observations: impl Iterator<Item = Observation>,
         written: &mut Written,
     ) -> Result<BatchSummary, StoreError> {
-        let mut services: Vec<(HostKey, ServiceObservation)> = Vec::new();
+        let mut slots: Vec<Option<ServiceObservation>> = Vec::new();
+        let mut order: Vec<(HostKey, usize)> = Vec::new();
         let mut scans: Vec<DomainScan> = Vec::new();
         for obs in observations {
             match obs {
-                Observation::Service(s) => services.push((HostKey::of(s.ip), s)),
+                Observation::Service(s) => {
+                    order.push((HostKey::of(s.ip), slots.len()));
+                    slots.push(Some(s));
+                }
                 Observation::Domain(d) => scans.push(d),
             }
         }
-        // Host order (stable: arrival order within a host), so the B-tree is walked once.
-        services.sort_by_key(|(key, _)| *key);
+        // Host order, then arrival order within a host, so the B-tree is walked once. The
+        // small (key, position) pairs are sorted, not the observations (moving those around
+        // cost the sort most of its time).
+        order.sort_unstable();
+        let services = order.into_iter().map(|(key, at)| {
+            let obs = slots[at].take();
+            (key, obs.expect("each position is taken once"))
+        });
 
         let mut summary = BatchSummary::default();
         let txn = self.db.begin_write().map_err(failed("starting a batch"))?;
@@ -356,7 +366,7 @@ impl DurableStore {
                 .open_table(HOSTS)
                 .map_err(failed("opening the hosts table"))?;
             let mut buf = Vec::with_capacity(1024);
-            let mut services = services.into_iter().peekable();
+            let mut services = services.peekable();
             while let Some((key, first)) = services.next() {
                 let stored = hosts.get(&key.0).map_err(failed("reading a host record"))?;
                 let mut record = match &stored {

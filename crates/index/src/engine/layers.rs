@@ -112,7 +112,7 @@ impl<'a> View<'a> {
     pub fn search(&self, req: &SearchRequest<'_>) -> Result<SearchOutcome, IndexError> {
         let limit = req.limit.max(1);
         // A filter naming a service: walk its services rather than map them all to hosts
-        // (never declined as too broad: that is for queries naming no service).
+        // (never declined as too broad: that is for organization or country alone).
         if let Query::Filter(f) = req.query
             && f.clauses().iter().any(Clause::is_service_level)
         {

@@ -1,0 +1,185 @@
+//! Registration e-mail: composing the message with the confirmation link, and the two ways it
+//! leaves — over SMTP ([`SmtpMailer`], lettre) when a relay is configured, otherwise into an
+//! outbox directory ([`OutboxMailer`]) with the link written to the log, so a demo works
+//! without a mail server. Only the outbox logs the link; SMTP delivery logs the address alone.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::time::Duration;
+
+use lettre::message::header::{ContentTransferEncoding, ContentType};
+use lettre::message::{Body, Mailbox};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+
+use crate::config::MailConfig;
+use crate::error::SetupError;
+
+/// A boxed future, for the object-safe [`Mailer`].
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The e-mail that carries a registration link.
+pub(crate) struct RegistrationMail {
+    /// The recipient, as stored.
+    pub to: String,
+    /// The confirmation link (a secret until used).
+    pub link: String,
+    /// How long the link works, in words ("24 hours").
+    pub valid_for: String,
+}
+
+/// Why a message did not leave.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MailError {
+    #[error("cannot compose the message: {0}")]
+    Compose(String),
+    #[error("SMTP delivery failed: {0}")]
+    Smtp(String),
+    #[error("cannot write to the outbox {path}: {source}")]
+    Outbox {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Where registration e-mail goes: SMTP or the outbox.
+pub(crate) trait Mailer: Send + Sync + 'static {
+    /// Delivers `mail` (or stores it, for the outbox).
+    fn send<'a>(&'a self, mail: &'a RegistrationMail) -> BoxFuture<'a, Result<(), MailError>>;
+}
+
+/// Builds the mailer the configuration asks for.
+pub(crate) fn from_config(
+    config: &MailConfig,
+    from: Mailbox,
+) -> Result<Box<dyn Mailer>, SetupError> {
+    Ok(match config {
+        MailConfig::Outbox { dir } => {
+            std::fs::create_dir_all(dir).map_err(|source| SetupError::Outbox {
+                path: dir.clone(),
+                source,
+            })?;
+            Box::new(OutboxMailer {
+                dir: dir.clone(),
+                from,
+            })
+        }
+        MailConfig::Smtp {
+            host,
+            port,
+            timeout_secs,
+        } => {
+            let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host.as_str())
+                .port(*port)
+                .timeout(Some(Duration::from_secs(*timeout_secs)))
+                .build();
+            Box::new(SmtpMailer {
+                transport,
+                from,
+                relay: format!("{host}:{port}"),
+            })
+        }
+    })
+}
+
+/// Whether lettre accepts `address` as a recipient (checked before anything is stored).
+pub(crate) fn deliverable(address: &str) -> bool {
+    address.parse::<lettre::Address>().is_ok()
+}
+
+/// The message for `mail`, in 7-bit plain text so the link is never re-encoded or split.
+fn compose(from: &Mailbox, mail: &RegistrationMail) -> Result<Message, MailError> {
+    let to: Mailbox = mail
+        .to
+        .parse()
+        .map_err(|e| MailError::Compose(format!("recipient: {e}")))?;
+    let text = format!(
+        "Hello,\r\n\r\n\
+         this address was used to register for Periscope.\r\n\r\n\
+         To confirm it and choose your password, open this link within {valid_for}:\r\n\r\n\
+         {link}\r\n\r\n\
+         The link works once. If you did not register, ignore this e-mail: no account is\r\n\
+         created without it.\r\n\r\n\
+         Periscope is a preview, free of charge and offered to businesses only. Its functions\r\n\
+         and limits may change at any time.\r\n",
+        valid_for = mail.valid_for,
+        link = mail.link,
+    );
+    // 7-bit as it is: the text is ASCII and its lines are within RFC 5322's 998 characters.
+    // (lettre would pick quoted-printable for lines over 76, splitting the link with soft
+    // breaks that some readers do not join.)
+    if !text.is_ascii() || text.split("\r\n").any(|line| line.len() > 998) {
+        return Err(MailError::Compose(
+            "the link makes a line longer than 998 characters (is the issuer URL that long?)"
+                .to_owned(),
+        ));
+    }
+    let body = Body::dangerous_pre_encoded(text.into_bytes(), ContentTransferEncoding::SevenBit);
+    Message::builder()
+        .from(from.clone())
+        .to(to)
+        .subject("Confirm your e-mail address for Periscope")
+        .header(ContentType::TEXT_PLAIN)
+        .body(body)
+        .map_err(|e| MailError::Compose(e.to_string()))
+}
+
+/// Sends over SMTP (no TLS: a relay on loopback or a trusted network).
+pub(crate) struct SmtpMailer {
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+    from: Mailbox,
+    relay: String,
+}
+
+impl Mailer for SmtpMailer {
+    fn send<'a>(&'a self, mail: &'a RegistrationMail) -> BoxFuture<'a, Result<(), MailError>> {
+        Box::pin(async move {
+            let message = compose(&self.from, mail)?;
+            self.transport
+                .send(message)
+                .await
+                .map_err(|e| MailError::Smtp(format!("{}: {e}", self.relay)))?;
+            tracing::info!(mail.to = %mail.to, smtp.relay = %self.relay, "registration e-mail sent");
+            Ok(())
+        })
+    }
+}
+
+/// Writes each message as an `.eml` file into a directory and the link to the log.
+pub(crate) struct OutboxMailer {
+    dir: PathBuf,
+    from: Mailbox,
+}
+
+impl Mailer for OutboxMailer {
+    fn send<'a>(&'a self, mail: &'a RegistrationMail) -> BoxFuture<'a, Result<(), MailError>> {
+        Box::pin(async move {
+            let message = compose(&self.from, mail)?;
+            let mut suffix = [0u8; 6];
+            crate::random::fill(&mut suffix).map_err(|e| MailError::Compose(e.to_string()))?;
+            // Names sort in the order messages were written.
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let name = format!("{nanos:020}-{}.eml", crate::random::hex(&suffix));
+            let path = self.dir.join(&name);
+            let partial = self.dir.join(format!(".{name}.partial"));
+            let failed = |source| MailError::Outbox {
+                path: path.clone(),
+                source,
+            };
+            tokio::fs::write(&partial, message.formatted())
+                .await
+                .map_err(failed)?;
+            tokio::fs::rename(&partial, &path).await.map_err(failed)?;
+            // Deliberate: without a mail server the log is how a demo user finds the link.
+            tracing::info!(
+                mail.to = %mail.to,
+                outbox.file = %path.display(),
+                link = %mail.link,
+                "registration e-mail written to the outbox (no SMTP relay configured)"
+            );
+            Ok(())
+        })
+    }
+}

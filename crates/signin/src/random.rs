@@ -1,0 +1,97 @@
+//! Randomness from the operating system and the digests secrets are stored as: row ids, link
+//! tokens, session ids, authorization codes and access tokens.
+//!
+//! A secret handed to a browser or a client is 32 random bytes in base64url (43 characters);
+//! the database keeps only its SHA-256 digest, so a copy of the tables grants nothing.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+
+use crate::error::StoreError;
+
+/// Fills `buf` from the operating system's generator.
+pub(crate) fn fill(buf: &mut [u8]) -> Result<(), StoreError> {
+    getrandom::getrandom(buf).map_err(|e| StoreError::Random(e.to_string()))
+}
+
+/// A positive random 63-bit id.
+pub(crate) fn id() -> Result<i64, StoreError> {
+    let mut b = [0u8; 8];
+    fill(&mut b)?;
+    Ok((u64::from_le_bytes(b) >> 1) as i64)
+}
+
+/// A fresh secret: 32 random bytes as 43 base64url characters.
+pub(crate) fn secret() -> Result<String, StoreError> {
+    let mut b = [0u8; 32];
+    fill(&mut b)?;
+    Ok(URL_SAFE_NO_PAD.encode(b))
+}
+
+/// A fresh `sub` claim: 16 random bytes as 22 base64url characters, never reassigned.
+pub(crate) fn subject() -> Result<String, StoreError> {
+    let mut b = [0u8; 16];
+    fill(&mut b)?;
+    Ok(URL_SAFE_NO_PAD.encode(b))
+}
+
+/// The SHA-256 digest of `secret` in lower-case hex: what the tables store.
+pub(crate) fn digest(secret: &str) -> String {
+    hex(&Sha256::digest(secret.as_bytes()))
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
+/// Bytes from lower-case or upper-case hex, or `None`.
+pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Whether `text` could be a secret this crate issued (43 base64url characters), so malformed
+/// input is refused before any lookup.
+pub(crate) fn is_secret_shaped(text: &str) -> bool {
+    text.len() == 43
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn secrets_are_43_base64url_characters_and_differ() {
+        let a = secret().unwrap();
+        let b = secret().unwrap();
+        assert!(is_secret_shaped(&a), "{a}");
+        assert_ne!(a, b);
+        assert_eq!(digest(&a).len(), 64);
+        assert_ne!(digest(&a), digest(&b));
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        let bytes = [0u8, 1, 127, 128, 255];
+        assert_eq!(unhex(&hex(&bytes)).unwrap(), bytes);
+        assert!(unhex("abc").is_none());
+        assert!(unhex("zz").is_none());
+    }
+}
