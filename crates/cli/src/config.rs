@@ -101,7 +101,7 @@ pub struct Limits {
     pub rate_per_sec: u32,
     /// `rate_burst`: the burst allowed above that rate (default 20).
     pub rate_burst: u32,
-    /// `max_search_hosts`: a query naming no service is declined by search (`query_too_broad`)
+    /// `max_search_hosts`: organization alone or country alone is declined by search (`query_too_broad`)
     /// above this many hosts (default 10,000).
     pub max_search_hosts: u64,
     /// `retention_days`: observations older than this stop being current (default 30 days).

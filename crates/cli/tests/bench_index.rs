@@ -1,6 +1,7 @@
 //! End-to-end tests of `periscope bench index`: a small run reports every operation with
 //! hosts matched and writes the same figures as JSON; `--reuse` measures the store a run left
-//! behind; a non-empty work directory without `--reuse` is refused with exit status 2. No
+//! behind, and `--delta-batch` a batch applied over it as a delta; a non-empty work directory
+//! without `--reuse` is refused with exit status 2. No
 //! test asserts a time.
 
 mod common;
@@ -131,6 +132,29 @@ fn reports_every_operation_with_matches_and_json() {
     for op in OPERATIONS {
         row(&again, op);
     }
+
+    // A batch applied to the running index: timed delta refresh, the operations again over
+    // base and delta, and a full rebuild of the same store.
+    let json = dir.join("delta.json");
+    let delta = bench(
+        &dir,
+        &["--reuse", "--delta-batch", "300", "--json", path_str(&json)],
+    );
+    assert!(
+        delta.contains("delta batch:      300 observations"),
+        "{delta}"
+    );
+    assert!(delta.contains("delta refresh:"), "{delta}");
+    assert!(delta.contains("full rebuild:"), "{delta}");
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let d = &value["delta_refresh"];
+    assert_eq!(d["observations"], 300, "{d}");
+    assert!(d["hosts_written"].as_u64().unwrap() > 0, "{d}");
+    assert!(d["delta_addresses"].as_u64().unwrap() > 0, "{d}");
+    assert!(d["refresh_seconds"].as_f64().unwrap() >= 0.0, "{d}");
+    let ops = d["operations"].as_array().unwrap();
+    assert_eq!(ops.len(), OPERATIONS.len(), "{d}");
 }
 
 #[test]

@@ -48,7 +48,7 @@ pub struct SearchRequest<'a> {
 pub enum SearchOutcome {
     /// A page of results.
     Page(SearchPage),
-    /// A query naming no service matched more hosts than one search may return
+    /// A query of one host-level clause matched more hosts than one search may return
     /// (violation `query_too_broad`); nothing was returned.
     TooBroad {
         /// How many hosts it matched.

@@ -196,6 +196,16 @@ impl BatchSummary {
     }
 }
 
+/// What batches wrote: the keys of the host records and the names of the domain-scan records
+/// written (changed or new), in the order written; see [`DurableStore::apply_batch_noting`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Keys of the host records written.
+    pub hosts: Vec<HostKey>,
+    /// Names of the domain-scan records written.
+    pub domain_scans: Vec<DomainName>,
+}
+
 /// Sizes of the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoreStats {
@@ -294,7 +304,22 @@ impl DurableStore {
         &mut self,
         observations: &[Observation],
     ) -> Result<BatchSummary, StoreError> {
-        self.apply_all(observations.iter().cloned())
+        self.apply_all(observations.iter().cloned(), &mut Written::default())
+    }
+
+    /// [`Self::apply_batch`], adding to `written` the keys of the host records and the names
+    /// of the domain-scan records it wrote (once the batch is committed; on an error
+    /// `written` is as it was).
+    pub fn apply_batch_noting(
+        &mut self,
+        observations: &[Observation],
+        written: &mut Written,
+    ) -> Result<BatchSummary, StoreError> {
+        let mut noted = Written::default();
+        let summary = self.apply_all(observations.iter().cloned(), &mut noted)?;
+        written.hosts.append(&mut noted.hosts);
+        written.domain_scans.append(&mut noted.domain_scans);
+        Ok(summary)
     }
 
     /// [`Self::apply_batch`] for observations the caller gives up: `observations` is left
@@ -304,12 +329,14 @@ impl DurableStore {
         &mut self,
         observations: &mut Vec<Observation>,
     ) -> Result<BatchSummary, StoreError> {
-        self.apply_all(observations.drain(..))
+        self.apply_all(observations.drain(..), &mut Written::default())
     }
 
+    /// Merges the batch; notes in `written` what it wrote (meaningful once it committed).
     fn apply_all(
         &mut self,
         observations: impl Iterator<Item = Observation>,
+        written: &mut Written,
     ) -> Result<BatchSummary, StoreError> {
         let mut slots: Vec<Option<ServiceObservation>> = Vec::new();
         let mut order: Vec<(HostKey, usize)> = Vec::new();
@@ -363,6 +390,7 @@ impl DurableStore {
                         .insert(&key.0, buf.as_slice())
                         .map_err(failed("writing a host record"))?;
                     summary.hosts_written += 1;
+                    written.hosts.push(key);
                 }
             }
         }
@@ -398,6 +426,7 @@ impl DurableStore {
                     summary.domain_scans_written += 1;
                 }
             }
+            written.domain_scans.extend(changed);
         }
         if summary.hosts_written + summary.domain_scans_written > 0 {
             let mut meta = txn
@@ -526,6 +555,17 @@ impl StoreSnapshot {
             .range::<&[u8; 16]>(..)
             .map_err(failed("reading the hosts table"))?;
         Ok(Hosts { range })
+    }
+
+    /// The domain-scan record of `name`, if stored.
+    pub fn domain_scan(&self, name: &DomainName) -> Result<Option<DomainScan>, StoreError> {
+        let stored = self
+            .scans
+            .get(name.as_str())
+            .map_err(failed("reading a domain scan"))?;
+        stored
+            .map(|v| decode_stored_scan(name.as_str(), v.value()))
+            .transpose()
     }
 
     /// The domain-scan records.

@@ -16,7 +16,11 @@
 //! - `facets`: one walk over the match tallies every group without a clause of its own;
 //!   groups with one count from host postings or from a walk without that clause.
 //! - `exposure`: a place id per host (zoom-8 tile and country), one pass over the match.
+//! - `expiry`: per hour, the hosts whose oldest current service was observed then.
 //! - `scans`: the domain-scan records by name (and parent domain) and by listed address.
+//! - `layers`: [`LayeredIndex`], a base and a delta built from the records written after it,
+//!   answering as one index; every answer of this engine is computed over *layers* (each
+//!   with the ordinals a later layer shadows), a lone index being the one-layer case.
 //!
 //! What is shown is not re-derived here: matching hosts become result records, evidence,
 //! tiles and host-detail pages through the reference engine's per-host code, so the answers
@@ -28,24 +32,28 @@
 //!
 //! **Snapshot:** the retention window is applied when the index is built — each host keeps
 //! the services current at the build time `now`, and addresses left without one are dropped.
-//! The `now` of a request is not consulted: to move the window (or to see new
-//! observations), build a new index; [`crate::live::LiveIndex`] does that and swaps it in.
+//! The `now` of a request is not consulted: to see new observations or move the window,
+//! build a delta over the index ([`LayeredIndex::with_delta`]: it re-reads the records
+//! written since and those of the hosts the window has reached, which `expiry` keeps by the
+//! hour of their oldest service); [`crate::live::LiveIndex`] does that and swaps it in.
 //! **Index file** (`persist`): [`EmbeddedIndex::save`] and [`EmbeddedIndex::load`] keep a
 //! built index on disk so that a restart need not rebuild it.
 //! **Memory:** postings (service and host level), per-service columns, per-host place
 //! ids, ordinal maps and domain-scan lookups
 //! ([`EmbeddedIndex::stats`]); over the store, no host record stays in memory.
 
+mod expiry;
 mod exposure;
 mod facets;
+mod layers;
 mod persist;
 mod postings;
 mod scans;
 
-pub use persist::{FORMAT_VERSION, LoadError};
+pub use layers::LayeredIndex;
+pub use persist::{DeltaJournal, FORMAT_VERSION, LoadError};
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::net::IpAddr;
 
 use periscope_model::observation::DomainScan;
@@ -56,17 +64,18 @@ use roaring::RoaringBitmap;
 
 use crate::api::{
     Count, Exposure, Facets, HostDetail, HostResult, IndexError, ScanIndex, SearchOutcome,
-    SearchPage, SearchRequest,
+    SearchRequest,
 };
 use crate::durable::{DurableStore, HostKey, StoreError, StoreSnapshot};
 use crate::reference::matching::{
     Hit, HostView, asn_matches, domain_matches, organization_matches,
 };
-use crate::reference::{detail, records};
+use crate::reference::records;
 use crate::store::{DomainScans, HostRecord, IndexConfig};
 
+use layers::View;
 use postings::{HostPostings, ServicePostings, ValueHosts, intersect};
-use scans::ScanRecords;
+use scans::{Listed, ScanRecords, ScanView};
 
 /// Why an index could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +138,9 @@ pub struct EmbeddedIndex {
     value_hosts: ValueHosts,
     /// Host ordinal → place id (zoom-8 tile and country), for exposure.
     place_ids: exposure::Places,
+    /// Per hour, the hosts whose oldest current service was observed then: which hosts the
+    /// retention window reaches as time passes.
+    expiry: expiry::Expiry,
     scans: ScanRecords,
 }
 
@@ -156,7 +168,7 @@ enum Evidence<'a> {
         /// Ordinals of hosts DNS resolved the name to.
         resolved: RoaringBitmap,
         /// Per host-order key: names of the name's domain-scan records listing it.
-        listed: HashMap<u128, Vec<&'a DomainName>>,
+        listed: &'a Listed<'a>,
     },
     Organization(&'a Phrase),
 }
@@ -217,6 +229,7 @@ impl EmbeddedIndex {
             hosts: HostPostings::default(),
             value_hosts: ValueHosts::default(),
             place_ids: exposure::Places::default(),
+            expiry: expiry::Expiry::default(),
             scans: ScanRecords::new(domains),
         };
         let mut previous: Option<u128> = None;
@@ -240,6 +253,8 @@ impl EmbeddedIndex {
             }
             let end = u32::try_from(index.service_host.len()).map_err(|_| BuildError::TooLarge)?;
             index.service_start.push(end);
+            let oldest = rec.services.values().map(|s| s.observed_at.unix()).min();
+            index.expiry.add(host, oldest.unwrap_or(i64::MAX));
             index.hosts.add(host, &rec);
             index.value_hosts.add(host, rec.services.values());
             let position = rec.position.as_ref().map(|(p, _)| *p);
@@ -273,12 +288,21 @@ impl EmbeddedIndex {
             + self.services.heap_bytes()
             + self.hosts.heap_bytes()
             + self.value_hosts.heap_bytes()
-            + self.place_ids.heap_bytes();
+            + self.place_ids.heap_bytes()
+            + self.expiry.heap_bytes();
         EngineStats {
             hosts: self.keys.len() as u64,
             services: self.service_host.len() as u64,
             index_bytes: bytes as u64,
         }
+    }
+
+    /// Host ordinals that may hold a service the retention window has left by `now` (every
+    /// host that did at build time is not in the index): a superset by at most an hour's
+    /// worth of hosts.
+    fn expiring(&self, now: Timestamp) -> RoaringBitmap {
+        let cutoff = |t: Timestamp| t.unix().saturating_sub(self.config.retention_secs);
+        self.expiry.due(cutoff(self.built_at), cutoff(now))
     }
 
     fn host_count(&self) -> u32 {
@@ -400,33 +424,72 @@ impl EmbeddedIndex {
         self.value_hosts.hosts(only)
     }
 
-    /// The number of hosts matching a filter query.
-    fn count_filter(&self, clauses: &[Clause]) -> u64 {
+    /// The number of hosts matching a filter query, less those in `shadow`.
+    fn count_filter(&self, clauses: &[Clause], shadow: Option<&RoaringBitmap>) -> u64 {
         let hosts = self.hosts_satisfying(clauses);
+        // |M \ S| = |M| - |M ∩ S|: the shadow is small, so `∩ S` is taken first.
+        let hidden = |set: &RoaringBitmap, hosts: Option<&RoaringBitmap>| {
+            shadow.map_or(0, |s| {
+                let shown = set & s;
+                hosts.map_or_else(|| shown.len(), |h| shown.intersection_len(h))
+            })
+        };
         if !clauses.iter().any(Clause::is_service_level) {
-            return hosts.map_or(u64::from(self.host_count()), |h| h.len());
+            return match &hosts {
+                Some(h) => h.len() - hidden(h, None),
+                None => u64::from(self.host_count()) - shadow.map_or(0, RoaringBitmap::len),
+            };
         }
         if let Some(owners) = self.hosts_of_single(clauses) {
-            return match &hosts {
+            let all = match &hosts {
                 Some(h) => owners.intersection_len(h),
                 None => owners.len(),
             };
+            return all - hidden(&owners, hosts.as_ref());
         }
-        self.filter(clauses).len()
+        self.filter(clauses, shadow).len()
     }
 
-    /// Calls `f(host, services)` for every host in `hosts` (every host when `None`) owning a
-    /// service in `services` (any service when `None`), in host order, with its services
-    /// there, ascending.
+    /// Calls `f(host, services)` for every host in `hosts` (every host when `None`) and not
+    /// in `shadow` owning a service in `services` (any service when `None`), in host order,
+    /// with its services there, ascending.
     fn for_each_host(
         &self,
         services: Option<&RoaringBitmap>,
         hosts: Option<&RoaringBitmap>,
+        shadow: Option<&RoaringBitmap>,
+        f: impl FnMut(u32, &[u32]),
+    ) {
+        match shadow {
+            // One index alone: the walk without a shadow test at all.
+            None => self.walk(services, hosts, |_| false, f),
+            // Hosts come in ascending order: the shadow is read alongside, not looked up.
+            Some(shadow) => {
+                let mut shadowed = shadow.iter().peekable();
+                let hides = move |h: u32| {
+                    while shadowed.next_if(|s| *s < h).is_some() {}
+                    shadowed.peek() == Some(&h)
+                };
+                self.walk(services, hosts, hides, f);
+            }
+        }
+    }
+
+    /// [`Self::for_each_host`] with `hides` saying, for ascending hosts, which to leave out.
+    #[inline]
+    fn walk(
+        &self,
+        services: Option<&RoaringBitmap>,
+        hosts: Option<&RoaringBitmap>,
+        mut hides: impl FnMut(u32) -> bool,
         mut f: impl FnMut(u32, &[u32]),
     ) {
         let mut run: Vec<u32> = Vec::with_capacity(16);
         let Some(services) = services else {
             let mut each = |h: u32| {
+                if hides(h) {
+                    return;
+                }
                 run.clear();
                 run.extend(self.service_range(h));
                 f(h, &run);
@@ -449,7 +512,7 @@ impl EmbeddedIndex {
                 }
                 run.clear();
                 current = h;
-                keep = hosts.is_none_or(|set| set.contains(h));
+                keep = hosts.is_none_or(|set| set.contains(h)) && !hides(h);
             }
             if keep {
                 run.push(s);
@@ -481,8 +544,8 @@ impl EmbeddedIndex {
         acc
     }
 
-    /// The hosts of a filter query.
-    fn filter(&self, clauses: &[Clause]) -> RoaringBitmap {
+    /// The hosts of a filter query, less those in `shadow`.
+    fn filter(&self, clauses: &[Clause], shadow: Option<&RoaringBitmap>) -> RoaringBitmap {
         let mut hosts = match self.hosts_of_single(clauses) {
             Some(owners) => owners.into_owned(),
             None => match self.service_set(clauses) {
@@ -493,10 +556,34 @@ impl EmbeddedIndex {
         if let Some(h) = self.hosts_satisfying(clauses) {
             hosts &= h;
         }
+        if let Some(s) = shadow {
+            hosts -= s;
+        }
         hosts
     }
 
-    fn select<'a>(&'a self, query: &'a Query, resolved: &[IpAddr]) -> Selection<'a> {
+    /// The hosts `query` matches, less those in `shadow`; a domain query takes the names of
+    /// the domain-scan records listing each address from `listed` (see [`ScanView`]).
+    fn select<'a>(
+        &'a self,
+        query: &'a Query,
+        resolved: &[IpAddr],
+        listed: &'a Listed<'a>,
+        shadow: Option<&RoaringBitmap>,
+    ) -> Selection<'a> {
+        let mut selection = self.select_all(query, resolved, listed);
+        if let Some(s) = shadow {
+            selection.hosts -= s;
+        }
+        selection
+    }
+
+    fn select_all<'a>(
+        &'a self,
+        query: &'a Query,
+        resolved: &[IpAddr],
+        listed: &'a Listed<'a>,
+    ) -> Selection<'a> {
         let bare = |hosts| Selection {
             hosts,
             evidence: Evidence::None,
@@ -527,7 +614,6 @@ impl EmbeddedIndex {
                     .filter_map(|ip| self.ordinal_of(ip_order_key(ip.to_canonical())))
                     .collect();
                 hosts |= &resolved;
-                let listed = self.scans.listed_under(name);
                 hosts.extend(listed.keys().filter_map(|key| self.ordinal_of(*key)));
                 Selection {
                     hosts,
@@ -539,7 +625,7 @@ impl EmbeddedIndex {
                 }
             }
             Query::Filter(f) => {
-                let hosts = self.filter(f.clauses());
+                let hosts = self.filter(f.clauses(), None);
                 Selection {
                     hosts,
                     evidence: filter_evidence(f),
@@ -577,16 +663,12 @@ impl EmbeddedIndex {
         Some(hit)
     }
 
-    /// Names of the domain-scan records listing `ip`, by name.
-    fn listing(&self, ip: IpAddr) -> Vec<&DomainName> {
-        self.scans.listing(ip).map(|scan| &scan.name).collect()
-    }
-
     fn row(
         &self,
         h: u32,
         query: &Query,
         selection: &Selection<'_>,
+        scans: &ScanView<'_>,
     ) -> Result<Option<HostResult>, IndexError> {
         let Some(rec) = self.record(h)? else {
             return Ok(None);
@@ -599,20 +681,47 @@ impl EmbeddedIndex {
             .map(|f| f.service_clauses().cloned().collect())
             .unwrap_or_default();
         Ok(Some(records::row(hit, query, &service_clauses, |ip| {
-            self.listing(ip)
+            scans.names_listing(ip)
         })))
+    }
+
+    /// Calls `f(host, services counted)` for every host `query` matches and `shadow` does
+    /// not hold, in host order: what exposure sums.
+    fn for_each_match(
+        &self,
+        query: &Query,
+        listed: &Listed<'_>,
+        shadow: Option<&RoaringBitmap>,
+        mut f: impl FnMut(u32, u64),
+    ) {
+        // A filter naming a service: one walk over its services, host by host.
+        if let Query::Filter(flt) = query
+            && let Some(services) = self.service_set(flt.clauses())
+        {
+            let hosts = self.hosts_satisfying(flt.clauses());
+            self.for_each_host(Some(&services), hosts.as_ref(), shadow, |h, run| {
+                f(h, run.len() as u64);
+            });
+            return;
+        }
+        let selection = self.select(query, &[], listed, shadow);
+        for h in &selection.hosts {
+            let range = self.service_range(h);
+            f(h, u64::from(range.end - range.start));
+        }
     }
 }
 
 impl EmbeddedIndex {
     /// The first `limit` hosts from ordinal `start` owning a service in `services` (and in
-    /// `hosts`, when given), and whether more exist: a walk over the services from the first
-    /// service of `start`, one step per host, so a page costs what it shows rather than
-    /// what matches.
+    /// `hosts`, when given, and not in `shadow`), and whether more exist: a walk over the
+    /// services from the first service of `start`, one step per host, so a page costs what
+    /// it shows rather than what matches.
     fn page_of_services(
         &self,
         services: &RoaringBitmap,
         hosts: Option<&RoaringBitmap>,
+        shadow: Option<&RoaringBitmap>,
         start: u32,
         limit: usize,
     ) -> (Vec<u32>, bool) {
@@ -627,7 +736,8 @@ impl EmbeddedIndex {
             let Some(h) = self.service_host.get(s as usize).copied() else {
                 break;
             };
-            if hosts.is_none_or(|set| set.contains(h)) {
+            if hosts.is_none_or(|set| set.contains(h)) && shadow.is_none_or(|set| !set.contains(h))
+            {
                 page.push(h);
                 if page.len() > limit {
                     break;
@@ -643,60 +753,15 @@ impl EmbeddedIndex {
 
 impl ScanIndex for EmbeddedIndex {
     fn search(&self, req: &SearchRequest<'_>) -> Result<SearchOutcome, IndexError> {
-        let start = match req.after {
-            None => 0,
-            Some(after) => match ip_order_key(after.to_canonical()).checked_add(1) {
-                Some(next) => self.ordinal_from(next),
-                None => self.host_count(),
-            },
-        };
-        let limit = req.limit.max(1);
-        // A filter naming a service: walk its services rather than map them all to hosts
-        // (never declined as too broad: that is for queries naming no service).
-        if let Query::Filter(f) = req.query
-            && let Some(services) = self.services_satisfying(f.clauses())
-        {
-            let hosts = self.hosts_satisfying(f.clauses());
-            let (page, has_more) = self.page_of_services(&services, hosts.as_ref(), start, limit);
-            let selection = Selection {
-                hosts: RoaringBitmap::new(),
-                evidence: filter_evidence(f),
-            };
-            let mut rows = Vec::with_capacity(page.len());
-            for h in page {
-                rows.extend(self.row(h, req.query, &selection)?);
-            }
-            return Ok(SearchOutcome::Page(SearchPage {
-                hosts: rows,
-                has_more,
-            }));
-        }
-        let selection = self.select(req.query, req.resolved);
-        if req.query.may_be_too_broad() {
-            let matching = selection.hosts.len();
-            if matching > self.config.max_host_only_results {
-                return Ok(SearchOutcome::TooBroad { matching });
-            }
-        }
-        let mut matching = selection.hosts.range(start..);
-        let page: Vec<u32> = matching.by_ref().take(limit).collect();
-        let has_more = matching.next().is_some();
-        let mut hosts = Vec::with_capacity(page.len());
-        for h in page {
-            hosts.extend(self.row(h, req.query, &selection)?);
-        }
-        Ok(SearchOutcome::Page(SearchPage { hosts, has_more }))
+        View::single(self).search(req)
     }
 
     fn count(&self, query: &Query, _now: Timestamp) -> Result<Count, IndexError> {
-        if let Query::Filter(f) = query {
-            return Ok(Count::exact(self.count_filter(f.clauses())));
-        }
-        Ok(Count::exact(self.select(query, &[]).hosts.len()))
+        Ok(View::single(self).count(query))
     }
 
     fn facets(&self, query: &FilterQuery, _now: Timestamp) -> Result<Facets, IndexError> {
-        Ok(facets::facets(self, query))
+        Ok(View::single(self).facets(query))
     }
 
     fn exposure(
@@ -705,31 +770,15 @@ impl ScanIndex for EmbeddedIndex {
         resolution: Resolution,
         _now: Timestamp,
     ) -> Result<Exposure, IndexError> {
-        let mut exposed = exposure::Exposed::new(&self.place_ids, &self.places, resolution);
-        // A filter naming a service: one walk over its services, host by host.
-        if let Query::Filter(f) = query
-            && let Some(services) = self.service_set(f.clauses())
-        {
-            let hosts = self.hosts_satisfying(f.clauses());
-            self.for_each_host(Some(&services), hosts.as_ref(), |h, run| {
-                exposed.add(h, run.len() as u64);
-            });
-            return Ok(exposed.finish());
-        }
-        let selection = self.select(query, &[]);
-        for h in &selection.hosts {
-            let range = self.service_range(h);
-            exposed.add(h, u64::from(range.end - range.start));
-        }
-        Ok(exposed.finish())
+        Ok(View::single(self).exposure(query, resolution))
     }
 
     fn domain_scans_of_name(&self, name: &DomainName) -> Result<Vec<DomainScan>, IndexError> {
-        Ok(self.scans.of_name(name).cloned().collect())
+        Ok(View::single(self).domain_scans_of_name(name))
     }
 
     fn domain_scans_of_address(&self, ip: IpAddr) -> Result<Vec<DomainScan>, IndexError> {
-        Ok(self.scans.listing(ip).cloned().collect())
+        Ok(View::single(self).domain_scans_of_address(ip))
     }
 
     fn host_detail(
@@ -739,17 +788,7 @@ impl ScanIndex for EmbeddedIndex {
         limit: usize,
         _now: Timestamp,
     ) -> Result<Option<HostDetail>, IndexError> {
-        let after = continuation.map(|c| detail::decode(c, ip)).transpose()?;
-        let Some(h) = self.ordinal_of(ip_order_key(ip)) else {
-            return Ok(None);
-        };
-        let Some(rec) = self.record(h)? else {
-            return Ok(None);
-        };
-        let Some(view) = self.view(&rec) else {
-            return Ok(None);
-        };
-        Ok(Some(detail::page(&view, after, limit, self.listing(ip))))
+        View::single(self).host_detail(ip, continuation, limit)
     }
 }
 

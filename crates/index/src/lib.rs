@@ -40,7 +40,7 @@ pub use api::{
     SearchRequest,
 };
 
-pub use engine::EmbeddedIndex;
+pub use engine::{EmbeddedIndex, LayeredIndex};
 pub use live::{LiveIndex, Opened};
 pub use reference::{LineLoader, ReferenceIndex};
 pub use store::{ApplyOutcome, DomainScans, HostRecord, IndexConfig, StoredService};

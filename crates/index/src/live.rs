@@ -1,31 +1,53 @@
 //! [`LiveIndex`]: the embedded engine as a running server uses it — the durable store, the
-//! [`EmbeddedIndex`] snapshot currently answering, and the swap from one snapshot to the next.
+//! view answering searches ([`LayeredIndex`]: a large base [`EmbeddedIndex`] and a small
+//! delta over it), and how new data reaches that view.
 //!
-//! Searches read the current snapshot (an `Arc`, taken under a read lock held only for the
+//! Searches read the current view (an `Arc`, taken under a read lock held only for the
 //! clone), so a search never waits for ingest or for a rebuild, and always sees one
-//! consistent snapshot from start to end. Batches applied through
-//! [`LiveIndex::apply_batch`] are durable when it returns and visible once the next snapshot
-//! is built: [`LiveIndex::refresh`] builds it in the caller's thread while the old one goes
-//! on answering, then swaps it in; [`LiveIndex::spawn_refresher`] calls it on a background
-//! thread every interval, so new data is searchable within one interval plus one build.
+//! consistent view from start to end. Batches applied through [`LiveIndex::apply_batch`]
+//! are durable when it returns, and the keys of the records they wrote are noted. They are
+//! visible once the next view is swapped in:
+//! - **Delta refresh** ([`LiveIndex::refresh`], usually): the base stays; a new delta is
+//!   built from only the records written since the base was built (read by key from the
+//!   latest store snapshot), and the base's hosts at those addresses are shadowed. Its cost
+//!   follows the delta, not the store: milliseconds to a second or so (see
+//!   `docs/benchmarks.md`), at any store size.
+//! - **Retention:** a base applies the retention window at the moment it was built (see
+//!   [`crate::engine`]); as time passes, the base's hosts whose oldest service the window
+//!   has reached are re-read into the delta too (the base knows them by the hour of that
+//!   service), so services leave the window without a rebuild: a delta refresh runs when
+//!   batches were committed or the window entered another hour.
+//! - **Full rebuild**: when the delta would hold more addresses than
+//!   [`LiveIndex::delta_limit`] allows (by default a tenth of the base, within
+//!   [`LiveIndex::MIN_DELTA`]..=[`LiveIndex::MAX_DELTA`]), or the base is older than
+//!   [`LiveIndex::MAX_SNAPSHOT_AGE_SECS`] (a day), a new base is built from the whole
+//!   store. [`LiveIndex::spawn_refresher`] runs it on a thread of its own while delta
+//!   refreshes go on over the old base; when it is done, the new base and a delta of what
+//!   was written meanwhile replace the old view in one swap, and only then is the index file
+//!   saved.
 //!
-//! **The index file:** a built snapshot is saved next to the store (`scan.index` beside
-//! `scan.redb`, see [`crate::engine`]'s `persist`), and [`LiveIndex::open`] loads it when it
-//! was built from the store's current generation, so a restart reads one file instead of
-//! rebuilding from every record; otherwise it builds and saves. Refreshes save too.
+//! **The index file:** a base is saved next to the store (`scan.index` beside `scan.redb`,
+//! see [`crate::engine`]'s `persist`) by full rebuilds only; each delta refresh saves the
+//! delta journal instead (`scan.delta`: the base's generation, the delta's, and the keys
+//! and names in between — small). [`LiveIndex::open`] loads the index file when it was
+//! built from the store's current generation, or from an older one that the journal
+//! reaches the store's generation from (then it rebuilds the delta from the journal's
+//! records), so a restart reads one file and a few records instead of rebuilding from every
+//! record; otherwise (batches committed after the last refresh, a damaged or missing file)
+//! it builds and saves.
 //!
-//! A snapshot is also rebuilt when it is older than [`LiveIndex::MAX_SNAPSHOT_AGE_SECS`]
-//! even without new data, so services leave the retention window as time passes (a snapshot
-//! applies the window at the moment it was built; see [`crate::engine`]).
+//! **Memory:** a full rebuild holds the old base (answering) and the new one until the swap,
+//! as every rebuild did before there was a delta; a delta refresh adds only the delta.
 //!
 //! **Boundary:** one process owns a store (redb locks the file), so data reaches a running
 //! server through that process's [`LiveIndex::apply_batch`], not through a second process
 //! writing the file.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -36,39 +58,103 @@ use periscope_query::{FilterQuery, Query, Resolution};
 use crate::api::{
     Count, Exposure, Facets, HostDetail, IndexError, ScanIndex, SearchOutcome, SearchRequest,
 };
-use crate::durable::{BatchSummary, DurableStore, StoreError};
-use crate::engine::{BuildError, EmbeddedIndex, LoadError};
+use crate::durable::{BatchSummary, DurableStore, StoreError, Written};
+use crate::engine::{BuildError, DeltaJournal, EmbeddedIndex, LayeredIndex, LoadError};
 use crate::store::IndexConfig;
 
-/// The durable store and the snapshot answering searches; see the module documentation.
+/// The durable store and the view answering searches; see the module documentation.
 #[derive(Debug)]
 pub struct LiveIndex {
     config: IndexConfig,
-    /// Where snapshots are saved.
+    /// Where bases are saved.
     index_path: PathBuf,
+    /// Where the delta journal is saved.
+    journal_path: PathBuf,
     store: Mutex<DurableStore>,
-    current: RwLock<Arc<EmbeddedIndex>>,
-    /// Batches committed since the store was opened.
+    current: RwLock<Arc<LayeredIndex>>,
+    /// What batches wrote since the current base was built.
+    written: Mutex<Since>,
+    /// Batches committed since the store was opened that wrote something.
     committed: AtomicU64,
-    /// The value of `committed` the current snapshot was built after.
+    /// The value of `committed` the current view was built after.
     built_after: AtomicU64,
-    /// Held while a snapshot is being built, so two refreshes never build at once.
+    /// Held while a view is built and swapped in (a delta refresh, the end of a full
+    /// rebuild), so two never interleave.
     building: Mutex<()>,
+    /// Held for a whole full rebuild, so two never run at once.
+    rebuilding: Mutex<()>,
+    /// [`Self::set_delta_limit`]: `u64::MAX` for the default rule.
+    delta_limit: AtomicU64,
+}
+
+/// Per key (and per domain-scan name): the batch (a value of `committed`) that last wrote it.
+/// Entries are dropped when a base that includes them is swapped in, so every entry is a
+/// record the current base does not have.
+#[derive(Debug, Default)]
+struct Since {
+    hosts: BTreeMap<u128, u64>,
+    names: BTreeMap<DomainName, u64>,
+}
+
+impl Since {
+    /// The keys and names written after batch `after`, ascending.
+    fn after(&self, after: u64) -> (Vec<u128>, Vec<DomainName>) {
+        let hosts = self
+            .hosts
+            .iter()
+            .filter(|(_, b)| **b > after)
+            .map(|(k, _)| *k)
+            .collect();
+        let names = self
+            .names
+            .iter()
+            .filter(|(_, b)| **b > after)
+            .map(|(n, _)| n.clone())
+            .collect();
+        (hosts, names)
+    }
+}
+
+/// Removes the file at `path`; a missing file is fine.
+fn remove_if_present(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl LiveIndex {
-    /// A snapshot is rebuilt after this many seconds even without new data, so the
-    /// retention window moves on.
-    pub const MAX_SNAPSHOT_AGE_SECS: i64 = 3_600;
+    /// A base is rebuilt after this many seconds even when its delta is small. (The
+    /// retention window moves through the delta: hosts it reaches are re-read into the delta
+    /// each hour. A daily base also lets the store reuse the pages its snapshot holds.)
+    pub const MAX_SNAPSHOT_AGE_SECS: i64 = 86_400;
 
-    /// The index file of the store at `store_path`: the same name with `.index`.
+    /// The default delta limit is a tenth of the base's hosts, but never below this…
+    pub const MIN_DELTA: u64 = 20_000;
+
+    /// …nor above this: a delta refresh takes about two seconds per 100,000 addresses on
+    /// the 2-core machine (`docs/benchmarks.md`), so a refresh stays within a few seconds.
+    pub const MAX_DELTA: u64 = 200_000;
+
+    /// The index file of the store at `path`: the same name with `.index`.
     pub fn index_path(store_path: &Path) -> PathBuf {
         store_path.with_extension("index")
     }
 
-    /// Opens the store at `path` (creating it when missing) and its first snapshot: loaded
-    /// from the index file when that was built from the store as it is, otherwise built
-    /// current at `now` and saved. Says which it did.
+    /// The delta journal of the store at `path`: the same name with `.delta`.
+    pub fn journal_path(store_path: &Path) -> PathBuf {
+        store_path.with_extension("delta")
+    }
+
+    /// Opens the store at `path` (creating it when missing) and its first view: the base
+    /// loaded from the index file when that was built from the store as it is — or from an
+    /// older generation that the delta journal covers up to the store's, the delta then
+    /// rebuilt from the journal's records (current at `now`) — otherwise built current at
+    /// `now` and saved. Says which it did.
     pub fn open(
         path: &Path,
         config: IndexConfig,
@@ -76,108 +162,308 @@ impl LiveIndex {
     ) -> Result<(Self, Opened), BuildError> {
         let store = DurableStore::open(path)?;
         let index_path = Self::index_path(path);
-        let (first, opened) = match EmbeddedIndex::load(&index_path, store.snapshot()?, config) {
-            Ok(index) => (index, Opened::Loaded),
+        let journal_path = Self::journal_path(path);
+        let snapshot = store.snapshot()?;
+        let journal = DeltaJournal::load(&journal_path)
+            .ok()
+            .filter(|j| j.generation == snapshot.generation());
+        let (base_generation, journal) = match journal {
+            Some(j) => (j.base_generation, Some(j)),
+            None => (snapshot.generation(), None),
+        };
+        let loaded = EmbeddedIndex::load_built_from(&index_path, base_generation, snapshot, config);
+        let (first, journal, opened) = match loaded {
+            Ok(index) => (index, journal, Opened::Loaded),
             Err(why) => {
                 let index = EmbeddedIndex::from_store(&store, config, now)?;
-                let saved = index.save(&index_path);
-                (index, Opened::Built { why, saved })
+                // A journal of an older file would never match again; it goes with it.
+                let saved = remove_if_present(&journal_path).and_then(|()| index.save(&index_path));
+                (index, None, Opened::Built { why, saved })
             }
+        };
+        let first = Arc::new(first);
+        let mut since = Since::default();
+        let view = match journal {
+            Some(j) => {
+                let view =
+                    LayeredIndex::with_delta(first, store.snapshot()?, &j.hosts, &j.names, now)?;
+                // Batch 1: what the journal holds, written before this process started.
+                since.hosts = j.hosts.into_iter().map(|k| (k, 1)).collect();
+                since.names = j.names.into_iter().map(|n| (n, 1)).collect();
+                view
+            }
+            None => LayeredIndex::new(first),
         };
         let live = Self {
             config,
             index_path,
+            journal_path,
             store: Mutex::new(store),
-            current: RwLock::new(Arc::new(first)),
-            committed: AtomicU64::new(0),
-            built_after: AtomicU64::new(0),
+            current: RwLock::new(Arc::new(view)),
+            written: Mutex::new(since),
+            committed: AtomicU64::new(1),
+            built_after: AtomicU64::new(1),
             building: Mutex::new(()),
+            rebuilding: Mutex::new(()),
+            delta_limit: AtomicU64::new(u64::MAX),
         };
         Ok((live, opened))
     }
 
     /// Runs `f` on the store (under the lock batches are applied under).
     pub fn with_store<T>(&self, f: impl FnOnce(&DurableStore) -> T) -> T {
-        f(&self.store.lock().unwrap_or_else(PoisonError::into_inner))
+        f(&lock(&self.store))
     }
 
-    /// The snapshot answering now.
-    pub fn current(&self) -> Arc<EmbeddedIndex> {
+    /// The view answering now: the base and its delta.
+    pub fn current(&self) -> Arc<LayeredIndex> {
         Arc::clone(&self.current.read().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Applies a batch to the store (one durable transaction, as
-    /// [`DurableStore::apply_batch`]); it becomes searchable with the next snapshot.
+    /// [`DurableStore::apply_batch`]); it becomes searchable with the next refresh.
     pub fn apply_batch(&self, observations: &[Observation]) -> Result<BatchSummary, StoreError> {
-        let mut store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
-        let summary = store.apply_batch(observations)?;
-        self.committed.fetch_add(1, Ordering::SeqCst);
+        let mut store = lock(&self.store);
+        let mut written = Written::default();
+        let summary = store.apply_batch_noting(observations, &mut written)?;
+        if written.hosts.is_empty() && written.domain_scans.is_empty() {
+            return Ok(summary);
+        }
+        // Noted and counted under the store lock: a refresh that takes a store snapshot
+        // under it sees exactly the batches counted and their keys.
+        let batch = self.committed.load(Ordering::SeqCst) + 1;
+        let mut since = lock(&self.written);
+        for key in written.hosts {
+            since.hosts.insert(u128::from_be_bytes(key.0), batch);
+        }
+        for name in written.domain_scans {
+            since.names.insert(name, batch);
+        }
+        self.committed.store(batch, Ordering::SeqCst);
         Ok(summary)
     }
 
-    /// True when batches were committed after the current snapshot was built.
+    /// True when batches were committed after the current view was built.
     pub fn is_stale(&self) -> bool {
         self.committed.load(Ordering::SeqCst) != self.built_after.load(Ordering::SeqCst)
     }
 
-    /// Builds a new snapshot current at `now` and swaps it in, when batches were committed
-    /// since the current one was built or it is older than [`Self::MAX_SNAPSHOT_AGE_SECS`],
-    /// then saves it to the index file. Returns whether it swapped. Searches go on against
-    /// the old snapshot meanwhile. A failed save ([`BuildError::Save`]) comes after the swap:
-    /// the new snapshot answers, and the next start rebuilds.
+    /// At most this many addresses in a delta before a full rebuild is due, for a base of
+    /// `base_hosts` hosts.
+    pub fn delta_limit(&self, base_hosts: u64) -> u64 {
+        match self.delta_limit.load(Ordering::SeqCst) {
+            u64::MAX => (base_hosts / 10).clamp(Self::MIN_DELTA, Self::MAX_DELTA),
+            fixed => fixed,
+        }
+    }
+
+    /// Replaces the default delta limit with a fixed number of addresses (`Some(0)`: every
+    /// refresh is a full rebuild), or restores the default (`None`).
+    pub fn set_delta_limit(&self, addresses: Option<u64>) {
+        let stored = addresses.map_or(u64::MAX, |n| n.min(u64::MAX - 1));
+        self.delta_limit.store(stored, Ordering::SeqCst);
+    }
+
+    /// Whether a full rebuild is due at `now`: the base is older than
+    /// [`Self::MAX_SNAPSHOT_AGE_SECS`] or the records written since it was built and its
+    /// hosts the retention window has reached are more than [`Self::delta_limit`].
+    pub fn full_rebuild_due(&self, now: Timestamp) -> bool {
+        let view = self.current();
+        let base = view.base();
+        let age = now.unix() - base.built_at().unix();
+        let pending = lock(&self.written).hosts.len() as u64 + view.expiring(now);
+        age >= Self::MAX_SNAPSHOT_AGE_SECS || pending > self.delta_limit(base.stats().hosts)
+    }
+
+    /// Whether the retention window has entered another hour since the current view applied
+    /// it, so that more base hosts may have lost a service (see [`LayeredIndex::with_delta`]).
+    fn window_moved(&self, now: Timestamp) -> bool {
+        let hour = |t: Timestamp| {
+            t.unix()
+                .saturating_sub(self.config.retention_secs)
+                .div_euclid(3_600)
+        };
+        hour(now) != hour(self.current().as_of())
+    }
+
+    /// Makes every committed batch searchable, current at `now`: a full rebuild in the
+    /// caller's thread when one is due ([`Self::full_rebuild_due`]) and none is running,
+    /// otherwise a delta refresh when batches were committed since the current view or the
+    /// retention window moved into another hour ([`Self::refresh_delta`]).
+    /// Returns whether it swapped. Searches go on against the old view meanwhile. A failed
+    /// save ([`BuildError::Save`]) comes after the swap: the new view answers, and the next
+    /// start rebuilds.
     pub fn refresh(&self, now: Timestamp) -> Result<bool, BuildError> {
-        let _building = self.building.lock().unwrap_or_else(PoisonError::into_inner);
-        let age = now.unix() - self.current().built_at().unix();
-        if !self.is_stale() && age < Self::MAX_SNAPSHOT_AGE_SECS {
+        if self.full_rebuild_due(now) {
+            let guard = match self.rebuilding.try_lock() {
+                Ok(guard) => Some(guard),
+                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            };
+            if guard.is_some() {
+                self.rebuild(now)?;
+                return Ok(true);
+            }
+        }
+        self.refresh_delta(now)
+    }
+
+    /// Rebuilds the delta from the records written since the base was built and those of
+    /// base hosts the retention window has reached, current at `now`, and swaps it in, when
+    /// batches were committed since the current view was built or the window entered
+    /// another hour. Returns whether it swapped.
+    pub fn refresh_delta(&self, now: Timestamp) -> Result<bool, BuildError> {
+        let _building = lock(&self.building);
+        if !self.is_stale() && !self.window_moved(now) {
             return Ok(false);
         }
-        // Read the counter before taking the store snapshot: a batch committed in between is
-        // in the snapshot and counted again later, which costs at most one extra rebuild.
-        let committed = self.committed.load(Ordering::SeqCst);
-        let snapshot = {
-            let store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
-            store.snapshot()?
+        let (snapshot, committed, (keys, names)) = {
+            let store = lock(&self.store);
+            let committed = self.committed.load(Ordering::SeqCst);
+            (store.snapshot()?, committed, lock(&self.written).after(0))
         };
-        let next = EmbeddedIndex::from_snapshot(snapshot, self.config, now)?;
-        let next = Arc::new(next);
+        let base = Arc::clone(self.current().base());
+        let next = Arc::new(LayeredIndex::with_delta(
+            base, snapshot, &keys, &names, now,
+        )?);
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::clone(&next);
         self.built_after.store(committed, Ordering::SeqCst);
-        next.save(&self.index_path)
-            .map_err(|source| BuildError::Save {
-                path: self.index_path.clone(),
-                source,
-            })?;
+        self.save_journal(&next)?;
         Ok(true)
     }
 
-    /// Calls [`Self::refresh`] every `interval` on a background thread, with `clock` giving
-    /// the time, until `stop` is set. A failed rebuild keeps the old snapshot answering and
-    /// is passed to `on_error`; the next interval tries again.
+    /// Saves the delta journal of `view` (the caller holds `building`, so journals are
+    /// written in the order views are swapped in).
+    fn save_journal(&self, view: &LayeredIndex) -> Result<(), BuildError> {
+        let Some(journal) = view.journal() else {
+            return Ok(());
+        };
+        journal
+            .save(&self.journal_path)
+            .map_err(|source| BuildError::Save {
+                path: self.journal_path.clone(),
+                source,
+            })
+    }
+
+    /// A full rebuild (the caller holds `rebuilding`): a new base from the whole store,
+    /// current at `now`, and a delta of what was written while it was built, swapped in
+    /// together; then the base is saved.
+    fn rebuild(&self, now: Timestamp) -> Result<(), BuildError> {
+        let (snapshot, included) = {
+            let store = lock(&self.store);
+            (store.snapshot()?, self.committed.load(Ordering::SeqCst))
+        };
+        let base = Arc::new(EmbeddedIndex::from_snapshot(snapshot, self.config, now)?);
+        let failed = |path: &Path| {
+            let path = path.to_owned();
+            move |source| BuildError::Save { path, source }
+        };
+        {
+            let _building = lock(&self.building);
+            let (snapshot, committed, (keys, names)) = {
+                let store = lock(&self.store);
+                let committed = self.committed.load(Ordering::SeqCst);
+                (
+                    store.snapshot()?,
+                    committed,
+                    lock(&self.written).after(included),
+                )
+            };
+            let next = LayeredIndex::with_delta(Arc::clone(&base), snapshot, &keys, &names, now)?;
+            *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+            self.built_after.store(committed, Ordering::SeqCst);
+            let mut since = lock(&self.written);
+            since.hosts.retain(|_, b| *b > included);
+            since.names.retain(|_, b| *b > included);
+            // The journal on disk belongs to the old base: removed before the new file is
+            // written, so a crash in between never pairs it with the new file.
+            remove_if_present(&self.journal_path).map_err(failed(&self.journal_path))?;
+        }
+        // Delta refreshes go on while the file is written; a journal one of them saves
+        // meanwhile names the new base, which a restart pairs only with the new file.
+        base.save(&self.index_path)
+            .map_err(failed(&self.index_path))?;
+        let _building = lock(&self.building);
+        let view = self.current();
+        if Arc::ptr_eq(view.base(), &base) {
+            self.save_journal(&view)?;
+        }
+        Ok(())
+    }
+
+    /// Every `interval` on a background thread, with `clock` giving the time, until `stop`
+    /// is set: starts a full rebuild on a thread of its own when one is due and none runs,
+    /// and refreshes the delta (so new data stays searchable within about an interval while
+    /// a full rebuild takes minutes). A failed build keeps the old view answering and is
+    /// passed to `on_error`; the next interval tries again.
     pub fn spawn_refresher(
         self: &Arc<Self>,
         interval: Duration,
         clock: impl Fn() -> Timestamp + Send + 'static,
         stop: Arc<AtomicBool>,
-        on_error: impl Fn(&BuildError) + Send + 'static,
+        on_error: impl Fn(&BuildError) + Send + Sync + 'static,
     ) -> std::io::Result<JoinHandle<()>> {
         let live = Arc::clone(self);
+        let on_error = Arc::new(on_error);
         std::thread::Builder::new()
             .name("index-refresh".into())
             .spawn(move || {
+                let rebuilding = Arc::new(AtomicBool::new(false));
                 while !stop.load(Ordering::SeqCst) {
                     std::thread::sleep(interval);
-                    if let Err(e) = live.refresh(clock()) {
+                    let now = clock();
+                    if live.full_rebuild_due(now) && !rebuilding.swap(true, Ordering::SeqCst) {
+                        let (flag, report) = (Arc::clone(&rebuilding), Arc::clone(&on_error));
+                        let spawned = live.spawn_rebuild(now, move |outcome| {
+                            if let Err(e) = outcome {
+                                report(&e);
+                            }
+                            flag.store(false, Ordering::SeqCst);
+                        });
+                        if spawned.is_err() {
+                            // No thread for it: rebuild here, delaying this refresh.
+                            rebuilding.store(false, Ordering::SeqCst);
+                            if let Err(e) = live.refresh(now) {
+                                on_error(&e);
+                            }
+                        }
+                    }
+                    if let Err(e) = live.refresh_delta(now) {
                         on_error(&e);
                     }
                 }
             })
     }
+
+    /// Runs a full rebuild current at `now` on a thread of its own (unless one runs
+    /// already), then calls `done` with its outcome.
+    fn spawn_rebuild(
+        self: &Arc<Self>,
+        now: Timestamp,
+        done: impl FnOnce(Result<(), BuildError>) + Send + 'static,
+    ) -> std::io::Result<JoinHandle<()>> {
+        let live = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("index-rebuild".into())
+            .spawn(move || {
+                let guard = match live.rebuilding.try_lock() {
+                    Ok(guard) => guard,
+                    Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                    Err(TryLockError::WouldBlock) => return done(Ok(())),
+                };
+                let outcome = live.rebuild(now);
+                drop(guard);
+                done(outcome);
+            })
+    }
 }
 
-/// How [`LiveIndex::open`] got its first snapshot.
+/// How [`LiveIndex::open`] got its first base.
 #[derive(Debug)]
 pub enum Opened {
-    /// Loaded from the index file.
+    /// Loaded from the index file (with a delta from the delta journal when batches were
+    /// committed after the file was saved).
     Loaded,
     /// Built from the store because the index file could not be used, then saved (or not).
     Built {

@@ -17,11 +17,17 @@
 //!   observation that records one;
 //! - reverse DNS is that of the most recent counting observation carrying any (never IPv6).
 //!
-//! Ties on `observed_at` keep what was there first. Because every fact keeps its own
+//! Ties on `observed_at` between two *different* candidates for one fact (a service, the
+//! enrichment, the location, the position, reverse DNS, a domain scan) are broken by content:
+//! for a service a `completed` observation beats a `partial` one, and otherwise the one whose
+//! canonical encoding is greater byte by byte wins (`codec::tie`). The choice is
+//! arbitrary but fixed, so the state never depends on the order of arrival; a candidate equal
+//! to the current one changes nothing. Because every fact keeps its own
 //! timestamp, an observation that is too old for its service (superseded) may still supply a
 //! fact that no newer observation recorded (say, the only location block); otherwise the
 //! record would depend on the order of arrival.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -31,12 +37,14 @@ use periscope_model::record::{
 };
 use periscope_model::{DomainName, Port, ProtocolToken, Timestamp};
 
+use crate::codec::tie;
+
 /// Settings that change what is current or how much is returned. Numbers from DECISIONS.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexConfig {
     /// Observations older than this many seconds before "now" stop being current (30 days).
     pub retention_secs: i64,
-    /// A query naming no service is declined by search above this many hosts (10,000).
+    /// Organization alone or country alone is declined by search above this many hosts (10,000).
     pub max_host_only_results: u64,
 }
 
@@ -158,35 +166,48 @@ impl HostRecord {
         }
         let at = obs.observed_at;
         let key = (obs.port, obs.protocol);
-        let superseded = self
-            .services
-            .get(&key)
-            .is_some_and(|current| current.observed_at >= at);
         let (service, host) = StoredService::split(obs);
         self.merge_host_facts(host, at);
-        if superseded {
+        let wins = match self.services.get(&key) {
+            None => true,
+            Some(current) => match at.cmp(&current.observed_at) {
+                Ordering::Greater => true,
+                Ordering::Less => false,
+                // A completed observation beats a partial one of the same second.
+                Ordering::Equal => {
+                    let completed = |s: &StoredService| s.status == ScanStatus::Completed;
+                    (completed(&service), tie::service(&service))
+                        > (completed(current), tie::service(current))
+                }
+            },
+        };
+        if !wins {
             return ApplyOutcome::Superseded;
         }
         self.services.insert(key, service);
         ApplyOutcome::Applied
     }
 
-    /// Takes each host fact of `host` that is strictly newer than the stored one.
+    /// Takes each host fact of `host` that replaces the stored one: newer, or as new and
+    /// greater by its tie bytes.
     fn merge_host_facts(&mut self, host: HostEnrichment, at: Timestamp) {
         if let Some(location) = &host.location {
-            if newer(&self.location, at) {
+            if replaces(&self.location, location, at, tie::location) {
                 self.location = Some((location.clone(), at));
             }
             if let Some(position) = location.position
-                && newer(&self.position, at)
+                && replaces(&self.position, &position, at, tie::position)
             {
                 self.position = Some((position, at));
             }
         }
-        if !host.reverse_dns.is_empty() && newer(&self.reverse_dns, at) {
+        if !host.reverse_dns.is_empty()
+            && replaces(&self.reverse_dns, &host.reverse_dns, at, |n| tie::names(n))
+        {
             self.reverse_dns = Some((host.reverse_dns.clone(), at));
         }
-        if newer(&self.enrichment, at) {
+        let empty = HostRecord::new(self.ip);
+        if replaces(&self.enrichment, &host, at, |e| tie::enrichment(e, &empty)) {
             self.enrichment = Some((host, at));
         }
     }
@@ -211,10 +232,23 @@ impl HostRecord {
     }
 }
 
-/// True when a fact observed at `at` replaces `stored`: there is none yet, or it is strictly
-/// older (ties keep what was there first).
-fn newer<T>(stored: &Option<(T, Timestamp)>, at: Timestamp) -> bool {
-    stored.as_ref().is_none_or(|(_, stored_at)| at > *stored_at)
+/// True when `candidate`, observed at `at`, replaces `stored`: there is none yet, it is
+/// older, or it is as old and `tie_bytes` of the candidate are greater (an equal candidate
+/// changes nothing).
+fn replaces<T>(
+    stored: &Option<(T, Timestamp)>,
+    candidate: &T,
+    at: Timestamp,
+    tie_bytes: impl Fn(&T) -> Vec<u8>,
+) -> bool {
+    match stored {
+        None => true,
+        Some((current, stored_at)) => match at.cmp(stored_at) {
+            Ordering::Greater => true,
+            Ordering::Less => false,
+            Ordering::Equal => tie_bytes(candidate) > tie_bytes(current),
+        },
+    }
 }
 
 impl StoredService {
@@ -255,15 +289,24 @@ impl StoredService {
 }
 
 impl DomainScans {
-    /// Keeps the newest record per name (ties keep the first).
+    /// Keeps the newest record per name (a tie goes to the greater encoding).
     pub fn apply(&mut self, scan: DomainScan) -> ApplyOutcome {
-        match self.by_name.get(&scan.name) {
-            Some(current) if current.observed_at >= scan.observed_at => ApplyOutcome::Superseded,
-            _ => {
-                self.by_name.insert(scan.name.clone(), scan);
-                ApplyOutcome::Applied
-            }
+        let wins = match self.by_name.get(&scan.name) {
+            None => true,
+            Some(current) => match scan.observed_at.cmp(&current.observed_at) {
+                Ordering::Greater => true,
+                Ordering::Less => false,
+                Ordering::Equal => {
+                    crate::codec::encode_domain_scan(&scan)
+                        > crate::codec::encode_domain_scan(current)
+                }
+            },
+        };
+        if !wins {
+            return ApplyOutcome::Superseded;
         }
+        self.by_name.insert(scan.name.clone(), scan);
+        ApplyOutcome::Applied
     }
 
     /// Current records of `name` and of its subdomains, by name.

@@ -6,7 +6,13 @@
 //! an `EmbeddedIndex` from the reference's records, and require every answer to be equal for
 //! random queries of every kind — built mostly from the same small vocabularies as the data
 //! so that many match, plus values no host has. Table tests check the engine's own
-//! structures (build order, retention at build time, the store path). An ignored test
+//! structures (build order, retention at build time, the store path).
+//!
+//! The layered view (`LiveIndex`: a base built from the store and a delta of the batches
+//! applied after it) runs the same comparisons: random lines split into the base's and
+//! later batches (which supersede, add services to existing hosts, add hosts, IPv4 and IPv6,
+//! and write domain scans, as the small vocabularies make them collide), the reference fed
+//! with all of them. An ignored test
 //! measures the engine on 200,000 synthetic hosts:
 //! `cargo test -p periscope-index --release --test engine -- --ignored --nocapture`.
 
@@ -17,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use periscope_index::api::{ScanIndex, SearchOutcome, SearchRequest};
 use periscope_index::engine::{BuildError, EmbeddedIndex};
-use periscope_index::{HostRecord, IndexConfig, ReferenceIndex};
+use periscope_index::{HostRecord, IndexConfig, LiveIndex, ReferenceIndex};
 use periscope_model::observation::{Observation, ObservationReader};
 use periscope_model::{
     Asn, CountryCode, Cpe23, CveId, Cvss, CvssRange, DomainName, Ipv4Cidr, Port, ProtocolToken,
@@ -30,6 +36,8 @@ use proptest::prelude::*;
 // Vocabularies shared by the data and the queries.
 
 const NOW: &str = "2026-11-20T14:00:00Z";
+/// Thirty days after `TIMES[1]` and four hours, before thirty days after `TIMES[2]`.
+const LATER: &str = "2026-12-19T12:00:00Z";
 /// Expired, older, newer, newest.
 const TIMES: [&str; 4] = [
     "2026-09-01T00:00:00Z",
@@ -455,8 +463,9 @@ fn query() -> impl Strategy<Value = (Query, Vec<IpAddr>)> {
 
 /// Walks every page of `query` from `after` in both engines, requiring equal pages.
 fn same_search(
+    at: Timestamp,
     reference: &ReferenceIndex,
-    engine: &EmbeddedIndex,
+    engine: &dyn ScanIndex,
     query: &Query,
     resolved: &[IpAddr],
     mut after: Option<IpAddr>,
@@ -468,7 +477,7 @@ fn same_search(
             after,
             limit,
             resolved,
-            now: now(),
+            now: at,
         };
         let want = reference.search(&req).unwrap();
         let got = engine.search(&req).unwrap();
@@ -491,18 +500,19 @@ fn same_search(
 }
 
 fn same_detail(
+    at: Timestamp,
     reference: &ReferenceIndex,
-    engine: &EmbeddedIndex,
+    engine: &dyn ScanIndex,
     address: IpAddr,
     limit: usize,
 ) -> Result<(), TestCaseError> {
     let mut continuation: Option<String> = None;
     for _ in 0..100 {
         let want = reference
-            .host_detail(address, continuation.as_deref(), limit, now())
+            .host_detail(address, continuation.as_deref(), limit, at)
             .unwrap();
         let got = engine
-            .host_detail(address, continuation.as_deref(), limit, now())
+            .host_detail(address, continuation.as_deref(), limit, at)
             .unwrap();
         prop_assert_eq!(&got, &want, "detail {} after {:?}", address, continuation);
         match want.and_then(|d| d.next) {
@@ -511,8 +521,8 @@ fn same_detail(
                 let other = ip("240.0.0.2");
                 if other != address {
                     prop_assert_eq!(
-                        engine.host_detail(other, Some(&next), limit, now()),
-                        reference.host_detail(other, Some(&next), limit, now())
+                        engine.host_detail(other, Some(&next), limit, at),
+                        reference.host_detail(other, Some(&next), limit, at)
                     );
                 }
                 continuation = Some(next);
@@ -537,27 +547,10 @@ proptest! {
     fn every_answer_equals_the_reference(
         lines in lines(),
         max in 0..8u64,
-        queries in proptest::collection::vec(
-            (query(), proptest::option::of(pick(&ADDRESSES)), 1..5usize),
-            1..12,
-        ),
+        queries in queries(),
     ) {
         let (reference, engine) = both(config(max), &lines);
-        for ((query, resolved), after, limit) in &queries {
-            same_search(&reference, &engine, query, resolved, None, *limit)?;
-            same_search(&reference, &engine, query, resolved, after.map(ip), *limit)?;
-            prop_assert_eq!(engine.count(query, now()), reference.count(query, now()), "count {}", query);
-            for resolution in [Resolution::Global, Resolution::Regional, Resolution::Local] {
-                prop_assert_eq!(
-                    engine.exposure(query, resolution, now()),
-                    reference.exposure(query, resolution, now()),
-                    "exposure {} {}", query, resolution
-                );
-            }
-            if let Query::Filter(f) = query {
-                prop_assert_eq!(engine.facets(f, now()), reference.facets(f, now()), "facets {}", query);
-            }
-        }
+        same_answers(now(), &reference, &engine, &queries)?;
     }
 
     #[test]
@@ -566,24 +559,204 @@ proptest! {
         limit in 1..4usize,
     ) {
         let (reference, engine) = both(IndexConfig::default(), &lines);
-        for address in ADDRESSES.iter().copied().chain(["240.9.9.9"]) {
-            let address = ip(address);
-            same_detail(&reference, &engine, address, limit)?;
+        same_details(now(), &reference, &engine, limit)?;
+    }
+}
+
+type Queries = Vec<((Query, Vec<IpAddr>), Option<&'static str>, usize)>;
+
+fn queries() -> impl Strategy<Value = Queries> {
+    proptest::collection::vec(
+        (query(), proptest::option::of(pick(&ADDRESSES)), 1..5usize),
+        1..12,
+    )
+}
+
+/// Every page, count, exposure and facets answer of `queries` equal in both.
+fn same_answers(
+    at: Timestamp,
+    reference: &ReferenceIndex,
+    engine: &dyn ScanIndex,
+    queries: &Queries,
+) -> Result<(), TestCaseError> {
+    for ((query, resolved), after, limit) in queries {
+        same_search(at, reference, engine, query, resolved, None, *limit)?;
+        same_search(
+            at,
+            reference,
+            engine,
+            query,
+            resolved,
+            after.map(ip),
+            *limit,
+        )?;
+        prop_assert_eq!(
+            engine.count(query, at),
+            reference.count(query, at),
+            "count {}",
+            query
+        );
+        for resolution in [Resolution::Global, Resolution::Regional, Resolution::Local] {
             prop_assert_eq!(
-                engine.domain_scans_of_address(address),
-                reference.domain_scans_of_address(address)
+                engine.exposure(query, resolution, at),
+                reference.exposure(query, resolution, at),
+                "exposure {} {}",
+                query,
+                resolution
             );
         }
-        for garbage in ["", "hd1.x.22.ssh", "hd1.00000000000000000000000000000000.22.ssh"] {
+        if let Query::Filter(f) = query {
             prop_assert_eq!(
-                engine.host_detail(ip("240.0.0.1"), Some(garbage), 2, now()),
-                reference.host_detail(ip("240.0.0.1"), Some(garbage), 2, now())
+                engine.facets(f, at),
+                reference.facets(f, at),
+                "facets {}",
+                query
             );
         }
-        for name in ["example", "a.example", "www.a.example", "b.example", "x.b.example", "c.example"] {
-            let name = DomainName::parse(name).unwrap();
-            prop_assert_eq!(engine.domain_scans_of_name(&name), reference.domain_scans_of_name(&name));
+    }
+    Ok(())
+}
+
+/// Host details (every page) and domain-scan lookups of every address and name equal.
+fn same_details(
+    at: Timestamp,
+    reference: &ReferenceIndex,
+    engine: &dyn ScanIndex,
+    limit: usize,
+) -> Result<(), TestCaseError> {
+    for address in ADDRESSES.iter().copied().chain(["240.9.9.9"]) {
+        let address = ip(address);
+        same_detail(at, reference, engine, address, limit)?;
+        prop_assert_eq!(
+            engine.domain_scans_of_address(address),
+            reference.domain_scans_of_address(address)
+        );
+    }
+    for garbage in [
+        "",
+        "hd1.x.22.ssh",
+        "hd1.00000000000000000000000000000000.22.ssh",
+    ] {
+        prop_assert_eq!(
+            engine.host_detail(ip("240.0.0.1"), Some(garbage), 2, at),
+            reference.host_detail(ip("240.0.0.1"), Some(garbage), 2, at)
+        );
+    }
+    for name in [
+        "example",
+        "a.example",
+        "www.a.example",
+        "b.example",
+        "x.b.example",
+        "c.example",
+    ] {
+        let name = DomainName::parse(name).unwrap();
+        prop_assert_eq!(
+            engine.domain_scans_of_name(&name),
+            reference.domain_scans_of_name(&name)
+        );
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The layered view: a base and a delta of later batches.
+
+/// A fresh directory per case, removed on drop.
+struct CaseDir(std::path::PathBuf);
+
+impl CaseDir {
+    fn new() -> Self {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir =
+            std::env::temp_dir().join(format!("periscope-layered-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for CaseDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A `LiveIndex` whose base holds `base` (a full rebuild at `now()`) and whose delta holds
+/// `later` (each batch applied, and the delta refreshed at `at` after it when its flag says
+/// so, then refreshed once more at `at`), with the reference fed everything; checks that the
+/// base was not rebuilt. With `at` later than `now()`, services the window leaves between
+/// the two go through the delta.
+fn layered(
+    dir: &CaseDir,
+    config: IndexConfig,
+    base: &[String],
+    later: &[(Vec<String>, bool)],
+    at: Timestamp,
+) -> (ReferenceIndex, LiveIndex) {
+    let (live, _) = LiveIndex::open(&dir.0.join("scan.redb"), config, now()).unwrap();
+    let mut reference = ReferenceIndex::new(config);
+    let observations = read(base);
+    for obs in &observations {
+        reference.apply(obs);
+    }
+    live.apply_batch(&observations).unwrap();
+    live.set_delta_limit(Some(0));
+    live.refresh(now()).unwrap();
+    live.set_delta_limit(None);
+    let first = std::sync::Arc::clone(live.current().base());
+    assert_eq!(live.current().delta_addresses(), 0);
+    for (batch, refresh) in later {
+        let observations = read(batch);
+        for obs in &observations {
+            reference.apply(obs);
         }
+        live.apply_batch(&observations).unwrap();
+        if *refresh {
+            live.refresh_delta(at).unwrap();
+        }
+    }
+    live.refresh_delta(at).unwrap();
+    assert!(!live.is_stale());
+    assert!(
+        std::sync::Arc::ptr_eq(&first, live.current().base()),
+        "a delta refresh rebuilt the base"
+    );
+    (reference, live)
+}
+
+fn batches() -> impl Strategy<Value = Vec<(Vec<String>, bool)>> {
+    proptest::collection::vec(
+        (
+            proptest::collection::vec(prop_oneof![5 => service_line(), 1 => domain_line()], 1..12),
+            any::<bool>(),
+        ),
+        1..4,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_base_and_delta_answer_as_the_reference_of_all_batches(
+        base in lines(),
+        later in batches(),
+        max in 0..8u64,
+        queries in queries(),
+        limit in 1..4usize,
+        later_day in any::<bool>(),
+    ) {
+        let dir = CaseDir::new();
+        // A month later, services observed at TIMES[1] have left the window, TIMES[2] not.
+        let at = if later_day { Timestamp::parse(LATER).unwrap() } else { now() };
+        let (reference, live) = layered(&dir, config(max), &base, &later, at);
+        let view = live.current();
+        same_answers(at, &reference, view.as_ref(), &queries)?;
+        same_details(at, &reference, view.as_ref(), limit)?;
+        // The live index answers through the same view.
+        same_answers(at, &reference, &live, &queries)?;
     }
 }
 

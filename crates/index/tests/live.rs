@@ -1,8 +1,12 @@
-//! `LiveIndex`: batches become searchable with the next snapshot, a search keeps the snapshot
-//! it started with, the background refresher picks new batches up without being asked, a
-//! snapshot is rebuilt as it ages so expired services leave, and the index file: a restart
-//! loads it when it matches the store, answers exactly as the built index did, and rebuilds
-//! when it is stale, damaged or missing.
+//! `LiveIndex`: batches become searchable with the next refresh, a search keeps the view it
+//! started with, the background refresher picks new batches up without being asked, a
+//! refresh after a small batch builds only a delta (the base is the same `Arc`) while a delta
+//! past the limit or a day-old base brings a full rebuild, expired services leave through
+//! the delta, a
+//! delta's hosts are summed among the base's in host order, and the index file: a restart
+//! loads it (with the delta journal when batches came after it) when it matches the store,
+//! answers exactly as the built view did, and rebuilds when it is stale, damaged or missing.
+//! (Every answer of a base with a delta is compared with the reference in `tests/engine.rs`.)
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
@@ -13,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use periscope_index::api::{ScanIndex, SearchRequest};
 use periscope_index::engine::LoadError;
-use periscope_index::{EmbeddedIndex, IndexConfig, LiveIndex, Opened};
+use periscope_index::{IndexConfig, LayeredIndex, LiveIndex, Opened};
 use periscope_model::Timestamp;
 use periscope_model::observation::{Observation, ObservationReader};
 use periscope_query::{Query, Resolution};
@@ -118,7 +122,7 @@ fn the_background_refresher_makes_new_batches_searchable() {
 }
 
 #[test]
-fn an_aged_snapshot_is_rebuilt_so_expired_services_leave() {
+fn expired_services_leave_through_the_delta_and_a_day_old_base_is_rebuilt() {
     let dir = TempStore::new("aging");
     let live = LiveIndex::open(&dir.path(), IndexConfig::default(), now())
         .unwrap()
@@ -129,12 +133,119 @@ fn an_aged_snapshot_is_rebuilt_so_expired_services_leave() {
     assert!(live.refresh(now()).unwrap());
     assert_eq!(count(&live, "port:443"), 1);
 
+    let base = Arc::clone(live.current().base());
+
     let soon = Timestamp::from_unix(now().unix() + 60).unwrap();
-    assert!(!live.refresh(soon).unwrap(), "young snapshot, nothing new");
-    let later =
-        Timestamp::from_unix(now().unix() + LiveIndex::MAX_SNAPSHOT_AGE_SECS + 3_600).unwrap();
-    assert!(live.refresh(later).unwrap(), "an old snapshot is rebuilt");
+    assert!(!live.refresh(soon).unwrap(), "the same hour, nothing new");
+    // Two hours later the service has left the window: the delta re-reads its host.
+    let later = Timestamp::from_unix(now().unix() + 7_200).unwrap();
+    assert!(live.refresh(later).unwrap(), "the window moved");
     assert_eq!(count(&live, "port:443"), 0);
+    assert!(
+        Arc::ptr_eq(live.current().base(), &base),
+        "through the delta"
+    );
+    assert_eq!(live.current().delta_addresses(), 1);
+
+    let next_day =
+        Timestamp::from_unix(now().unix() + LiveIndex::MAX_SNAPSHOT_AGE_SECS + 60).unwrap();
+    assert!(live.refresh(next_day).unwrap(), "a day-old base is rebuilt");
+    assert!(!Arc::ptr_eq(live.current().base(), &base));
+    assert_eq!(live.current().delta_addresses(), 0);
+    assert_eq!(count(&live, "port:443"), 0);
+}
+
+#[test]
+fn a_small_batch_builds_a_delta_and_a_large_one_a_new_base() {
+    let dir = TempStore::new("delta");
+    let (live, _) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    let first = Arc::clone(live.current().base());
+    let at = "2026-11-20T10:00:00Z";
+    let batch: Vec<Observation> = (1..=5)
+        .flat_map(|i| service(&format!("240.0.0.{i}"), 443, at))
+        .collect();
+    live.apply_batch(&batch).unwrap();
+    live.set_delta_limit(Some(6));
+    assert!(!live.full_rebuild_due(now()));
+    assert!(live.refresh(now()).unwrap());
+    let view = live.current();
+    assert!(
+        Arc::ptr_eq(view.base(), &first),
+        "a delta refresh keeps the base"
+    );
+    assert_eq!(view.delta_addresses(), 5);
+    assert_eq!(count(&live, "port:443"), 5);
+
+    // The same hosts again (a new service each) and two more: 7 addresses in the delta.
+    let more: Vec<Observation> = (1..=7)
+        .flat_map(|i| service(&format!("240.0.0.{i}"), 8443, at))
+        .collect();
+    live.apply_batch(&more).unwrap();
+    assert!(live.full_rebuild_due(now()), "7 addresses > a limit of 6");
+    assert!(live.refresh(now()).unwrap());
+    let view = live.current();
+    assert!(
+        !Arc::ptr_eq(view.base(), &first),
+        "past the limit: a new base"
+    );
+    assert_eq!(view.delta_addresses(), 0);
+    assert_eq!(view.base().stats().hosts, 7);
+    assert_eq!(
+        (count(&live, "port:443"), count(&live, "port:8443")),
+        (5, 7)
+    );
+
+    // A delta over the new base shadows the base's record of an address it rewrites.
+    let rebuilt = Arc::clone(view.base());
+    live.apply_batch(&service("240.0.0.1", 22, at)).unwrap();
+    assert!(live.refresh(now()).unwrap());
+    let view = live.current();
+    assert!(Arc::ptr_eq(view.base(), &rebuilt));
+    assert_eq!(view.delta_addresses(), 1);
+    assert_eq!(view.stats().hosts, 7);
+    assert_eq!(count(&live, "port:8443"), 7);
+    assert_eq!(count(&live, "port:22"), 1);
+    let detail = live
+        .host_detail("240.0.0.1".parse().unwrap(), None, 20, now())
+        .unwrap()
+        .unwrap();
+    assert_eq!(detail.host.services.len(), 3);
+}
+
+/// One service line of `address` with a position and a country.
+fn placed(address: &str, latitude: f64) -> Vec<Observation> {
+    let line = format!(
+        r#"{{"kind":"service","ip":"{address}","port":443,"transport":"tcp","protocol":"https","observed_at":"2026-11-20T10:00:00Z","status":"completed","host":{{"location":{{"country_code":"DE","latitude":{latitude},"longitude":11.5755}}}}}}"#
+    );
+    ObservationReader::new(now())
+        .read_line(&line)
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn a_deltas_hosts_are_summed_among_the_bases_in_host_order() {
+    let dir = TempStore::new("centroid");
+    let (live, _) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    // Summed in host order, (a + b) + c; summed base first, (a + c) + b: the last bit differs.
+    let (a, b, c) = (48.1067, 48.1424, 48.1382);
+    assert_ne!((a + b) + c, (a + c) + b);
+    live.apply_batch(&[placed("240.0.0.1", a), placed("240.0.0.3", c)].concat())
+        .unwrap();
+    live.set_delta_limit(Some(0));
+    assert!(live.refresh(now()).unwrap());
+    live.set_delta_limit(None);
+    live.apply_batch(&placed("240.0.0.2", b)).unwrap();
+    assert!(live.refresh(now()).unwrap());
+    assert_eq!(live.current().delta_addresses(), 1);
+    let query: Query = "port:443".parse().unwrap();
+    let exposure = live.exposure(&query, Resolution::Local, now()).unwrap();
+    let [bucket] = exposure.buckets.as_slice() else {
+        panic!("one tile: {exposure:?}")
+    };
+    assert_eq!(bucket.unique_hosts, 3);
+    assert_eq!(bucket.latitude, ((a + b) + c) / 3.0);
 }
 
 /// `count` synthetic hosts, observed up to the start of `NOW`'s day.
@@ -156,7 +267,7 @@ fn synth(hosts: u64) -> Vec<Observation> {
 
 /// Every kind of answer of `a`, written out (so they can be compared after `a` is gone: an
 /// index holds its store open).
-fn answers(a: &EmbeddedIndex) -> Vec<String> {
+fn answers(a: &LayeredIndex) -> Vec<String> {
     let mut out = vec![format!("{:?} {}", a.stats(), a.generation())];
     let texts = [
         "port:443",
@@ -285,6 +396,8 @@ fn a_damaged_index_file_is_never_used() {
     let dir = TempStore::new("damaged");
     let (live, _) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
     live.apply_batch(&synth(300)).unwrap();
+    // A full rebuild, so that the file holds every record (a delta refresh saves none).
+    live.set_delta_limit(Some(0));
     assert!(live.refresh(now()).unwrap());
     let expected = count(&live, "port:443");
     drop(live);
@@ -335,6 +448,8 @@ fn an_index_file_that_cannot_be_written_leaves_the_new_snapshot_answering() {
     );
     live.apply_batch(&service("240.0.0.5", 443, "2026-11-20T10:00:00Z"))
         .unwrap();
+    // Only a full rebuild saves the index file.
+    live.set_delta_limit(Some(0));
     let err = live.refresh(now()).unwrap_err();
     assert!(
         matches!(err, periscope_index::engine::BuildError::Save { .. }),

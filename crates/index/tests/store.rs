@@ -203,18 +203,6 @@ fn current_observation_per_service() {
             current: vec![(80, "http", p, T3)],
         },
         ServiceCase {
-            name: "equal timestamps keep the first (partial first)",
-            lines: vec![svc(80, "http", T1, p, ""), svc(80, "http", T1, c, "")],
-            outcomes: vec![Applied, Superseded],
-            current: vec![(80, "http", p, T1)],
-        },
-        ServiceCase {
-            name: "equal timestamps keep the first (completed first)",
-            lines: vec![svc(80, "http", T1, c, ""), svc(80, "http", T1, p, "")],
-            outcomes: vec![Applied, Superseded],
-            current: vec![(80, "http", c, T1)],
-        },
-        ServiceCase {
             name: "only failed observations: no services, not a host",
             lines: vec![svc(80, "http", T1, f, ""), svc(443, "https", T2, f, "")],
             outcomes: vec![Ignored, Ignored],
@@ -588,52 +576,6 @@ fn host_facts_each_from_their_most_recent_observation() {
             position: Some(("48.1", T1)),
             reverse_dns: Some(("a.example", T1)),
         },
-        FactsCase {
-            name: "ties keep the first (port 80 first)",
-            lines: vec![
-                svc(
-                    80,
-                    "http",
-                    T1,
-                    c,
-                    &host("a.example", "Munich", "48.1", &["a.example"]),
-                ),
-                svc(
-                    443,
-                    "https",
-                    T1,
-                    c,
-                    &host("b.example", "Berlin", "52.5", &["b.example"]),
-                ),
-            ],
-            enrichment: Some(("a.example", T1)),
-            location: Some(("Munich", T1)),
-            position: Some(("48.1", T1)),
-            reverse_dns: Some(("a.example", T1)),
-        },
-        FactsCase {
-            name: "ties keep the first (port 443 first)",
-            lines: vec![
-                svc(
-                    443,
-                    "https",
-                    T1,
-                    c,
-                    &host("b.example", "Berlin", "52.5", &["b.example"]),
-                ),
-                svc(
-                    80,
-                    "http",
-                    T1,
-                    c,
-                    &host("a.example", "Munich", "48.1", &["a.example"]),
-                ),
-            ],
-            enrichment: Some(("b.example", T1)),
-            location: Some(("Berlin", T1)),
-            position: Some(("52.5", T1)),
-            reverse_dns: Some(("b.example", T1)),
-        },
     ];
     for case in cases {
         check_facts(case);
@@ -642,6 +584,65 @@ fn host_facts_each_from_their_most_recent_observation() {
 
 // ---------------------------------------------------------------------------------------------
 // Retention.
+
+/// Two different observations of one service in the same second, with different host facts:
+/// whichever arrives first, the same one is current and the same facts are kept.
+#[test]
+fn ties_are_broken_by_content_not_by_arrival() {
+    let c = "completed";
+    let p = "partial";
+    let pairs = [
+        [svc(80, "http", T1, p, ""), svc(80, "http", T1, c, "")],
+        [
+            svc(
+                80,
+                "http",
+                T1,
+                c,
+                &host("a.example", "Munich", "48.1", &["a.example"]),
+            ),
+            svc(
+                443,
+                "https",
+                T1,
+                c,
+                &host("b.example", "Berlin", "52.5", &["b.example"]),
+            ),
+        ],
+    ];
+    // A completed observation beats a partial one of the same second, in either order.
+    for lines in [
+        pairs[0].to_vec(),
+        vec![pairs[0][1].clone(), pairs[0][0].clone()],
+    ] {
+        let (record, _) = apply_all(&lines);
+        assert_eq!(
+            current(&record),
+            [(80, "http".to_owned(), format!("{c} {T1}"))]
+        );
+    }
+    for [first, second] in pairs {
+        let both = [first.clone(), second.clone()];
+        let (forward, outcomes) = apply_all(&both);
+        let (backward, _) = apply_all(&[second, first]);
+        assert_eq!(forward, backward, "{both:?}");
+        assert_eq!(outcomes[0], Applied);
+        // Either one again changes nothing.
+        let mut again = forward.clone();
+        for o in services(&both) {
+            assert_ne!(again.apply(&o), Applied, "{both:?}");
+        }
+        assert_eq!(again, forward);
+    }
+    let a = "240.0.0.1";
+    let b = "240.0.0.2";
+    let one = dom("acme.example", &[a], T1);
+    let other = dom("acme.example", &[b], T1);
+    let (forward, outcomes) = scans(&[one.clone(), other.clone()]);
+    let (backward, _) = scans(&[other, one]);
+    assert_eq!(forward, backward);
+    assert_eq!(outcomes[0], Applied);
+}
 
 #[test]
 fn retention_cuts_off_at_the_exact_boundary() {
@@ -712,12 +713,6 @@ fn domain_scans_keep_the_newest_record_per_name() {
             lines: vec![dom("acme.example", &[b], T2), dom("acme.example", &[a], T1)],
             outcomes: vec![Applied, Superseded],
             stored: vec![("acme.example", b, T2)],
-        },
-        Case {
-            name: "ties keep the first",
-            lines: vec![dom("acme.example", &[a], T1), dom("acme.example", &[b], T1)],
-            outcomes: vec![Applied, Superseded],
-            stored: vec![("acme.example", a, T1)],
         },
         Case {
             name: "names are independent, stored by name",
@@ -879,24 +874,42 @@ fn spec_line(spec: &Spec, minute: usize, tag: usize) -> String {
     )
 }
 
-/// Observations with pairwise distinct times (ties keep the first, so equal times with
-/// different content would rightly depend on order), plus an application order that visits
-/// each at least once, with repetitions, shuffled.
+/// Observations with pairwise distinct times (so [`model`], which knows no tie-break, applies),
+/// plus an application order that visits each at least once, with repetitions, shuffled.
 fn observations_and_order() -> impl Strategy<Value = (Vec<ServiceObservation>, Vec<usize>)> {
     prop::collection::vec(spec(), 1..10).prop_flat_map(|specs| {
         let n = specs.len();
         let minutes = Just((0..n).collect::<Vec<usize>>()).prop_shuffle();
-        let extra = prop::collection::vec(0..n, 0..2 * n);
-        (Just(specs), minutes, extra).prop_flat_map(|(specs, minutes, extra)| {
-            let lines: Vec<String> = specs
-                .iter()
-                .enumerate()
-                .map(|(i, s)| spec_line(s, minutes[i], i))
-                .collect();
-            let observations = services(&lines);
-            let order: Vec<usize> = (0..observations.len()).chain(extra).collect();
-            (Just(observations), Just(order).prop_shuffle())
-        })
+        with_order(specs, minutes)
+    })
+}
+
+/// Observations of which many share a time (each at minute 0, 1 or 2), plus an application
+/// order as above.
+fn tied_observations_and_order() -> impl Strategy<Value = (Vec<ServiceObservation>, Vec<usize>)> {
+    prop::collection::vec(spec(), 2..10).prop_flat_map(|specs| {
+        let n = specs.len();
+        let minutes = prop::collection::vec(0..3usize, n);
+        with_order(specs, minutes)
+    })
+}
+
+/// The lines of `specs` at their `minutes`, and an order that applies each at least once.
+fn with_order(
+    specs: Vec<Spec>,
+    minutes: impl Strategy<Value = Vec<usize>>,
+) -> impl Strategy<Value = (Vec<ServiceObservation>, Vec<usize>)> {
+    let n = specs.len();
+    let extra = prop::collection::vec(0..n, 0..2 * n);
+    (Just(specs), minutes, extra).prop_flat_map(|(specs, minutes, extra)| {
+        let lines: Vec<String> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| spec_line(s, minutes[i], i))
+            .collect();
+        let observations = services(&lines);
+        let order: Vec<usize> = (0..observations.len()).chain(extra).collect();
+        (Just(observations), Just(order).prop_shuffle())
     })
 }
 
@@ -943,13 +956,14 @@ fn model(observations: &[ServiceObservation]) -> HostRecord {
     record
 }
 
-/// Domain-scan records with pairwise distinct times over three names (one a look-alike) and
+/// Domain-scan records at two times (so many tie) over three names (one a look-alike) and
 /// three addresses, plus a shuffled application order with repetitions.
 fn domain_records_and_order() -> impl Strategy<Value = (Vec<DomainScan>, Vec<usize>)> {
     prop::collection::vec((0..3usize, 0..3usize), 1..10)
         .prop_flat_map(|specs| {
             let n = specs.len();
-            let minutes = Just((0..n).collect::<Vec<usize>>()).prop_shuffle();
+            // Two minutes for up to nine records: many share a time.
+            let minutes = prop::collection::vec(0..2usize, n);
             (Just(specs), minutes, prop::collection::vec(0..n, 0..2 * n))
         })
         .prop_flat_map(|(specs, minutes, extra)| {
@@ -991,6 +1005,31 @@ proptest! {
         prop_assert_eq!(&shuffled, &in_order);
         prop_assert_eq!(&in_order, &model(&observations));
         // Applying everything once more changes nothing and applies nothing.
+        let mut again = shuffled.clone();
+        for o in &observations {
+            prop_assert_ne!(again.apply(o), Applied);
+        }
+        prop_assert_eq!(&again, &shuffled);
+    }
+
+    /// Ties on `observed_at` (different content, same second) are broken by content, so
+    /// they never depend on the order either.
+    #[test]
+    fn ties_never_depend_on_order((observations, order) in tied_observations_and_order()) {
+        let mut in_order = HostRecord::new(ip(IP));
+        for o in &observations {
+            in_order.apply(o);
+        }
+        let mut reversed = HostRecord::new(ip(IP));
+        for o in observations.iter().rev() {
+            reversed.apply(o);
+        }
+        let mut shuffled = HostRecord::new(ip(IP));
+        for &i in &order {
+            shuffled.apply(&observations[i]);
+        }
+        prop_assert_eq!(&reversed, &in_order);
+        prop_assert_eq!(&shuffled, &in_order);
         let mut again = shuffled.clone();
         for o in &observations {
             prop_assert_ne!(again.apply(o), Applied);

@@ -55,8 +55,8 @@ pub fn check_exposure(query: &Query) -> Result<(), Violation> {
     }
 }
 
-/// `POST /v1/search` declines a query that names no service (organization and/or country
-/// only, see [`Query::may_be_too_broad`]) when it matches more than `max_hosts` hosts
+/// `POST /v1/search` declines a query of one host-level clause (organization alone or
+/// country alone, see [`Query::may_be_too_broad`]) when it matches more than `max_hosts` hosts
 /// (DECISIONS.md: 10,000 by default, configurable). `matching_hosts` is the index's count.
 /// Every other query, and every query on the other endpoints, is never too broad.
 pub fn check_breadth(query: &Query, matching_hosts: u64, max_hosts: u64) -> Result<(), Violation> {

@@ -85,11 +85,14 @@ impl Query {
         }
     }
 
-    /// True for a filter query that names no service (organization and/or country only).
-    /// Such a query is refused with `query_too_broad` by the search endpoint when it matches
-    /// more hosts than one search may return; only the index can count that.
+    /// True for a filter query of one host-level clause: organization alone, or country
+    /// alone. Such a query is refused with `query_too_broad` by the search endpoint when it
+    /// matches more hosts than one search may return; only the index can count that. Spec
+    /// rule 4: "adding a port, protocol or country makes it runnable", so a second clause of
+    /// any kind (organization with a country included) takes a query out of this set.
     pub fn may_be_too_broad(&self) -> bool {
-        self.as_filter().is_some_and(|f| !f.names_service())
+        self.as_filter()
+            .is_some_and(|f| f.clauses().len() == 1 && !f.names_service())
     }
 }
 

@@ -432,7 +432,9 @@ const ENDPOINTS: &[Row] = &[
     (Exposure, "port:22", Canon("port:22")),
     (Exposure, "domain:example.com", Fails(&[ExposureNotSupported])),
     (Breadth(10_001, 10_000), "country:DE", Fails(&[QueryTooBroad])),
-    (Breadth(10_001, 10_000), r#"organization:"Acme" country:DE"#, Fails(&[QueryTooBroad])),
+    (Breadth(10_001, 10_000), r#"organization:"Acme""#, Fails(&[QueryTooBroad])),
+    // Spec rule 4: adding a country makes an organization query runnable.
+    (Breadth(10_000_000, 10_000), r#"organization:"Acme" country:DE"#, Canon(r#"organization:"Acme" country:DE"#)),
     (Breadth(10_000, 10_000), "country:DE", Canon("country:DE")),
     (Breadth(10_000_000, 10_000), "port:22", Canon("port:22")),
     (Breadth(10_000_000, 10_000), "country:DE port:22", Canon("port:22 country:DE")),
@@ -581,14 +583,14 @@ fn clause_levels() {
     assert_eq!(fields(&mut f.service_clauses()), ["port"]);
     assert_eq!(fields(&mut f.host_clauses()), ["organization", "country"]);
     assert!(f.is_full());
-    for q in [
-        r#"organization:"Acme""#,
-        "country:DE",
-        r#"organization:"Acme" country:DE"#,
-    ] {
+    for q in [r#"organization:"Acme""#, "country:DE"] {
         assert!(parse(q).unwrap().may_be_too_broad(), "{q}");
     }
+    // Spec rule 4: adding a port, protocol or country makes it runnable.
     for q in [
+        r#"organization:"Acme" country:DE"#,
+        r#"organization:"Acme" port:443"#,
+        "country:DE protocol:ssh",
         "192.0.2.1",
         "asn:1",
         "domain:example.com",

@@ -28,15 +28,17 @@ use std::io::{self, BufWriter, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use periscope_index::durable::DurableStore;
 use periscope_index::{
-    EmbeddedIndex, HostRecord, IndexConfig, LiveIndex, Opened, ScanIndex, SearchOutcome,
+    HostRecord, IndexConfig, LayeredIndex, LiveIndex, Opened, ScanIndex, SearchOutcome,
     SearchRequest,
 };
 use periscope_model::Timestamp;
+use periscope_model::observation::{Observation, ObservationReader};
 use periscope_query::{FilterQuery, Query, Resolution};
 use periscope_synth::{SynthConfig, write_dataset};
 use serde_json::{Value, json};
@@ -136,6 +138,13 @@ pub(crate) struct IndexArgs {
     /// Also write the figures as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// After the queries, apply N observations of another synthetic world (seed + 1 + the
+    /// store's generation) through the live index as a server does, time the delta refresh that makes them
+    /// searchable, measure every operation again over the base and that delta, then time a
+    /// full rebuild of the same store for comparison (it saves the index file, so the store
+    /// in DIR keeps the batch and a later --reuse loads it as one base) [default: none].
+    #[arg(long, value_name = "N")]
+    delta_batch: Option<u64>,
 }
 
 /// What a dataset was built from; `DIR/dataset.txt`.
@@ -355,6 +364,11 @@ pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
         group(stats.hosts)
     );
     let results = measure(&index, &ops, dataset.as_of)?;
+    drop(index);
+    let delta = match args.delta_batch {
+        Some(n) => Some(delta_refresh(&live, dataset, n, &ops)?),
+        None => None,
+    };
 
     let setup = Setup {
         dir: &dir,
@@ -376,10 +390,14 @@ pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     write_report(&mut out, &setup, &results)?;
+    if let Some(delta) = &delta {
+        write_delta_report(&mut out, delta)?;
+    }
     out.flush()?;
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&to_json(&setup, &results))
-            .context("encoding the JSON report")?;
+        let mut report = to_json(&setup, &results);
+        report["delta_refresh"] = delta.as_ref().map_or(Value::Null, delta_json);
+        let text = serde_json::to_string_pretty(&report).context("encoding the JSON report")?;
         fs::write(path, text + "\n")
             .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
     }
@@ -581,13 +599,13 @@ fn query(text: &str) -> Result<Query> {
 }
 
 /// Hosts matching `query` (untimed; for the `matched` column).
-fn matching(index: &EmbeddedIndex, query: &Query, now: Timestamp) -> Result<u64> {
+fn matching(index: &LayeredIndex, query: &Query, now: Timestamp) -> Result<u64> {
     Ok(index.count(query, now)?.value)
 }
 
 /// Search cases of `texts`, skipping texts that do not parse (a stored value the query
 /// language cannot spell, such as a phrase with a `"`).
-fn searches(index: &EmbeddedIndex, texts: Vec<String>, now: Timestamp) -> Result<Vec<Case>> {
+fn searches(index: &LayeredIndex, texts: Vec<String>, now: Timestamp) -> Result<Vec<Case>> {
     let mut cases = Vec::new();
     for text in texts {
         let Ok(q) = periscope_query::parse(&text) else {
@@ -605,7 +623,7 @@ fn searches(index: &EmbeddedIndex, texts: Vec<String>, now: Timestamp) -> Result
 /// The queries of [`BROAD_CANDIDATES`] that match about a third of the hosts (a quarter to
 /// 42%), closest first, at most three; the closest one when none does. Also the fraction of
 /// the closest.
-fn third_of_hosts(index: &EmbeddedIndex, now: Timestamp) -> Result<(Vec<(Query, u64)>, f64)> {
+fn third_of_hosts(index: &LayeredIndex, now: Timestamp) -> Result<(Vec<(Query, u64)>, f64)> {
     let total = index.stats().hosts.max(1) as f64;
     let mut scored = Vec::new();
     for text in BROAD_CANDIDATES {
@@ -631,7 +649,7 @@ fn third_of_hosts(index: &EmbeddedIndex, now: Timestamp) -> Result<(Vec<(Query, 
 /// The operations and their values, drawn from `samples`; also the matched fraction of the
 /// facet query.
 fn plan(
-    index: &EmbeddedIndex,
+    index: &LayeredIndex,
     samples: &[HostRecord],
     now: Timestamp,
     args: &IndexArgs,
@@ -799,7 +817,7 @@ fn plan(
 }
 
 /// Makes one call; true when a search was declined as too broad.
-fn execute(index: &EmbeddedIndex, call: &Call, now: Timestamp) -> Result<bool> {
+fn execute(index: &LayeredIndex, call: &Call, now: Timestamp) -> Result<bool> {
     match call {
         Call::Search(query) => {
             let outcome = index.search(&SearchRequest {
@@ -833,7 +851,7 @@ fn execute(index: &EmbeddedIndex, call: &Call, now: Timestamp) -> Result<bool> {
 }
 
 /// A warm-up pass over every value, then each operation's timed runs, one call at a time.
-fn measure(index: &EmbeddedIndex, ops: &[Op], now: Timestamp) -> Result<Vec<OpResult>> {
+fn measure(index: &LayeredIndex, ops: &[Op], now: Timestamp) -> Result<Vec<OpResult>> {
     for op in ops {
         for case in &op.cases {
             execute(index, &case.call, now)?;
@@ -880,6 +898,98 @@ fn measure(index: &EmbeddedIndex, ops: &[Op], now: Timestamp) -> Result<Vec<OpRe
     Ok(results)
 }
 
+/// What `--delta-batch` measured.
+#[derive(Debug)]
+struct DeltaRun {
+    observations: u64,
+    hosts_written: u64,
+    new_hosts: u64,
+    apply_seconds: f64,
+    /// The delta refresh: seconds, addresses in the delta, hosts of the view after it.
+    refresh_seconds: f64,
+    delta_addresses: usize,
+    view_hosts: u64,
+    /// The operations over the base and the delta.
+    results: Vec<OpResult>,
+    /// The full rebuild of the same store, for comparison (seconds, including the save).
+    full_seconds: f64,
+}
+
+/// `n` observations of another synthetic world, as of the same instant: its seed follows
+/// the dataset's by the store's generation, so a batch applied by an earlier run (which
+/// advanced the generation) is not applied again.
+fn delta_observations(dataset: Dataset, generation: u64, n: u64) -> Result<Vec<Observation>> {
+    let cfg = SynthConfig {
+        // About three observations per host.
+        hosts: (n / 3).max(1),
+        seed: dataset.seed.wrapping_add(1).wrapping_add(generation),
+        as_of: dataset.as_of,
+    };
+    let mut text = Vec::new();
+    write_dataset(&cfg, &mut text).context("generating the delta batch")?;
+    let text = String::from_utf8(text).context("the generator wrote invalid UTF-8")?;
+    let mut reader = ObservationReader::new(dataset.as_of);
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if out.len() as u64 >= n {
+            break;
+        }
+        if let Some(obs) = reader
+            .read_line(line)
+            .map_err(|e| anyhow::anyhow!("a generated line does not read: {e}"))?
+        {
+            out.push(obs);
+        }
+    }
+    Ok(out)
+}
+
+/// `--delta-batch`: a batch applied to the running index, the delta refresh timed, the
+/// operations measured again over base and delta, and a full rebuild timed.
+fn delta_refresh(live: &LiveIndex, dataset: Dataset, n: u64, ops: &[Op]) -> Result<DeltaRun> {
+    let batch = delta_observations(dataset, live.current().generation(), n)?;
+    eprintln!(
+        "bench index: applying {} observations and refreshing the delta…",
+        group(batch.len() as u64)
+    );
+    let before = live.current().stats().hosts;
+    let started = Instant::now();
+    let summary = live.apply_batch(&batch)?;
+    let apply_seconds = started.elapsed().as_secs_f64();
+    let base = Arc::clone(live.current().base());
+    let started = Instant::now();
+    if !live.refresh_delta(dataset.as_of)? {
+        bail!("the delta batch wrote nothing, so there was no delta to refresh");
+    }
+    let refresh_seconds = started.elapsed().as_secs_f64();
+    let view = live.current();
+    if !Arc::ptr_eq(view.base(), &base) {
+        bail!("the delta refresh replaced the base");
+    }
+    let view_hosts = view.stats().hosts;
+    eprintln!("bench index: measuring the operations over the base and the delta…");
+    let results = measure(&view, ops, dataset.as_of)?;
+    let delta_addresses = view.delta_addresses();
+    drop(view);
+    eprintln!("bench index: a full rebuild of the same store, for comparison…");
+    live.set_delta_limit(Some(0));
+    let started = Instant::now();
+    live.refresh(dataset.as_of)?;
+    let full_seconds = started.elapsed().as_secs_f64();
+    live.set_delta_limit(None);
+    Ok(DeltaRun {
+        observations: batch.len() as u64,
+        hosts_written: summary.hosts_written,
+        new_hosts: view_hosts.saturating_sub(before),
+        apply_seconds,
+        refresh_seconds,
+        delta_addresses,
+        view_hosts,
+        results,
+        full_seconds,
+    })
+}
+
 /// The nearest-rank percentile `p` (0 to 1) of sorted `values`; the default when empty.
 fn percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     if sorted.is_empty() {
@@ -924,6 +1034,70 @@ fn megabytes(bytes: u64) -> String {
 }
 
 fn write_report(out: &mut impl Write, s: &Setup<'_>, results: &[OpResult]) -> io::Result<()> {
+    write_setup(out, s)?;
+    write_table(out, results)?;
+    for r in results.iter().filter(|r| r.too_broad > 0) {
+        writeln!(
+            out,
+            "{}: {} of {} runs were declined as query_too_broad (more than {} hosts, no \
+             service named), as the API would",
+            r.name,
+            r.too_broad,
+            r.runs,
+            group(IndexConfig::default().max_host_only_results)
+        )?;
+    }
+    Ok(())
+}
+
+/// The `--delta-batch` lines and the operations over the base and the delta.
+fn write_delta_report(out: &mut impl Write, d: &DeltaRun) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "delta batch:      {} observations applied in {:.2} s: {} host records written, {} \
+         new hosts",
+        group(d.observations),
+        d.apply_seconds,
+        group(d.hosts_written),
+        group(d.new_hosts)
+    )?;
+    writeln!(
+        out,
+        "delta refresh:    {:.3} s (a delta of {} addresses over the base; {} hosts \
+         searchable)",
+        d.refresh_seconds,
+        group(d.delta_addresses as u64),
+        group(d.view_hosts)
+    )?;
+    writeln!(
+        out,
+        "full rebuild:     {:.2} s (the same store, every record, index file saved)",
+        d.full_seconds
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "the operations over the base and the delta (matched: as counted before the batch):"
+    )?;
+    write_table(out, &d.results)
+}
+
+fn delta_json(d: &DeltaRun) -> Value {
+    json!({
+        "observations": d.observations,
+        "hosts_written": d.hosts_written,
+        "new_hosts": d.new_hosts,
+        "apply_seconds": d.apply_seconds,
+        "refresh_seconds": d.refresh_seconds,
+        "delta_addresses": d.delta_addresses,
+        "view_hosts": d.view_hosts,
+        "full_rebuild_seconds": d.full_seconds,
+        "operations": operations_json(&d.results),
+    })
+}
+
+fn write_setup(out: &mut impl Write, s: &Setup<'_>) -> io::Result<()> {
     let d = s.dataset;
     writeln!(
         out,
@@ -1015,7 +1189,10 @@ fn write_report(out: &mut impl Write, s: &Setup<'_>, results: &[OpResult]) -> io
         s.sampling_seconds,
         s.third * 100.0
     )?;
-    writeln!(out)?;
+    writeln!(out)
+}
+
+fn write_table(out: &mut impl Write, results: &[OpResult]) -> io::Result<()> {
     writeln!(
         out,
         "{:<18} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>4}  example",
@@ -1061,19 +1238,7 @@ fn write_report(out: &mut impl Write, s: &Setup<'_>, results: &[OpResult]) -> io
         out,
         "matched: hosts the query matches (median over the runs; host-detail: 1 when the host \
          was found). Targets are for 10,000,000 hosts."
-    )?;
-    for r in results.iter().filter(|r| r.too_broad > 0) {
-        writeln!(
-            out,
-            "{}: {} of {} runs were declined as query_too_broad (more than {} hosts, no \
-             service named), as the API would",
-            r.name,
-            r.too_broad,
-            r.runs,
-            group(IndexConfig::default().max_host_only_results)
-        )?;
-    }
-    Ok(())
+    )
 }
 
 fn to_json(s: &Setup<'_>, results: &[OpResult]) -> Value {
@@ -1094,25 +1259,6 @@ fn to_json(s: &Setup<'_>, results: &[OpResult]) -> Value {
         })
     });
     let rss = s.rss_kib.map(|k| k as f64 * 1024.0);
-    let operations: Vec<Value> = results
-        .iter()
-        .map(|r| {
-            json!({
-                "name": r.name,
-                "example": r.example,
-                "values": r.values,
-                "runs": r.runs,
-                "p50_ms": ms(r.p50),
-                "p99_ms": ms(r.p99),
-                "min_ms": ms(r.min),
-                "max_ms": ms(r.max),
-                "matched": { "min": r.matched.0, "median": r.matched.1, "max": r.matched.2 },
-                "declined_too_broad": r.too_broad,
-                "target": r.target.map(Target::text),
-                "ok": r.target.filter(|_| r.runs > 0).map(|t| t.met(ms(r.p50))),
-            })
-        })
-        .collect();
     json!({
         "debug_build": cfg!(debug_assertions),
         "dataset": {
@@ -1142,8 +1288,30 @@ fn to_json(s: &Setup<'_>, results: &[OpResult]) -> Value {
         "disk_bytes": s.disk_bytes,
         "sampled_hosts": s.samples,
         "facet_query_fraction": s.third,
-        "operations": operations,
+        "operations": operations_json(results),
     })
+}
+
+fn operations_json(results: &[OpResult]) -> Vec<Value> {
+    results
+        .iter()
+        .map(|r| {
+            json!({
+                "name": r.name,
+                "example": r.example,
+                "values": r.values,
+                "runs": r.runs,
+                "p50_ms": ms(r.p50),
+                "p99_ms": ms(r.p99),
+                "min_ms": ms(r.min),
+                "max_ms": ms(r.max),
+                "matched": { "min": r.matched.0, "median": r.matched.1, "max": r.matched.2 },
+                "declined_too_broad": r.too_broad,
+                "target": r.target.map(Target::text),
+                "ok": r.target.filter(|_| r.runs > 0).map(|t| t.met(ms(r.p50))),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

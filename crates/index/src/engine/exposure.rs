@@ -10,6 +10,10 @@
 //! `4^zoom` tiles, and counts hosts per place id; the countries of each tile come from the
 //! place ids afterwards (far fewer than hosts). Ordering and the bucket cap are the
 //! reference's [`answer`].
+//!
+//! Over layers (`layers`), the hosts of the later layers are taken out first as [`Placed`]
+//! (small: a delta) and added among the first layer's hosts as its walk passes their
+//! addresses ([`Exposed::add_placed`]), so the sums still run in host order.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
@@ -116,6 +120,39 @@ impl Places {
     }
 }
 
+impl Places {
+    /// What exposure needs of host `h` of this index, for adding it to another's answer.
+    pub fn placed(
+        &self,
+        h: u32,
+        key: u128,
+        positions: &[(Option<Position>, Option<CountryCode>)],
+        services: u64,
+    ) -> Placed {
+        let id = self.place.get(h as usize).copied().unwrap_or(NONE_U32);
+        let place = match (self.places.get(id as usize), positions.get(h as usize)) {
+            (Some((tile, country)), Some((Some(position), _))) => {
+                Some((*tile, *country, position.latitude, position.longitude))
+            }
+            _ => None,
+        };
+        Placed {
+            key,
+            place,
+            services,
+        }
+    }
+}
+
+/// A matching host of a later layer: its host-order key, its zoom-8 tile, country and
+/// position (when it has a position) and its services counted.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Placed {
+    pub key: u128,
+    place: Option<(u16, Option<CountryCode>, f64, f64)>,
+    services: u64,
+}
+
 /// The sums of one tile while a query runs.
 #[derive(Debug, Clone, Copy, Default)]
 struct Sums {
@@ -133,6 +170,8 @@ pub(super) struct Exposed<'a> {
     resolution: Resolution,
     tiles: Vec<Sums>,
     hits: Vec<u32>,
+    /// Hosts of later layers per zoom-8 tile and country.
+    placed_hits: BTreeMap<(u16, Option<CountryCode>), u32>,
     unique_hosts: u64,
     service_count: u64,
 }
@@ -152,6 +191,7 @@ impl<'a> Exposed<'a> {
             resolution,
             tiles: vec![Sums::default(); 1 << (2 * u32::from(zoom))],
             hits: vec![0; places.places.len()],
+            placed_hits: BTreeMap::new(),
             unique_hosts: 0,
             service_count: 0,
         }
@@ -189,6 +229,33 @@ impl<'a> Exposed<'a> {
         }
     }
 
+    /// The answer over no host.
+    pub fn nothing(resolution: Resolution) -> Exposure {
+        let zoom = resolution.geotile_precision().min(ZOOM);
+        answer(BTreeMap::new(), zoom, 0, 0, resolution)
+    }
+
+    /// Counts a matching host of a later layer; called in host order among [`Self::add`].
+    pub fn add_placed(&mut self, p: &Placed) {
+        self.unique_hosts += 1;
+        self.service_count += p.services;
+        let Some((tile, country, latitude, longitude)) = p.place else {
+            return;
+        };
+        *self.placed_hits.entry((tile, country)).or_default() += 1;
+        let shift = ZOOM - self.zoom;
+        let (x, y) = (
+            usize::from(tile >> 8) >> shift,
+            usize::from(tile & 0xff) >> shift,
+        );
+        if let Some(sums) = self.tiles.get_mut(x << self.zoom | y) {
+            sums.latitude += latitude;
+            sums.longitude += longitude;
+            sums.hosts += 1;
+            sums.services += p.services;
+        }
+    }
+
     /// The answer.
     pub fn finish(self) -> Exposure {
         let shift = ZOOM - self.zoom;
@@ -211,9 +278,9 @@ impl<'a> Exposed<'a> {
                 },
             );
         }
-        for (hits, (tile, country)) in self.hits.iter().zip(&self.places.places) {
-            let Some(country) = country.filter(|_| *hits > 0) else {
-                continue;
+        let mut count = |hits: u32, tile: u16, country: Option<CountryCode>| {
+            let Some(country) = country.filter(|_| hits > 0) else {
+                return;
             };
             let key = (
                 u32::from(tile >> 8) >> shift,
@@ -222,6 +289,12 @@ impl<'a> Exposed<'a> {
             if let Some(t) = tiles.get_mut(&key) {
                 *t.countries.entry(country).or_default() += hits;
             }
+        };
+        for (hits, (tile, country)) in self.hits.iter().zip(&self.places.places) {
+            count(*hits, *tile, *country);
+        }
+        for ((tile, country), hits) in &self.placed_hits {
+            count(*hits, *tile, *country);
         }
         answer(
             tiles,

@@ -21,6 +21,11 @@
 //! its distinct titles; a value's count sums the hosts whose titles meet the titles holding
 //! its words (the title-word index). Ordering, the selected value and the cap come from the
 //! reference's [`group_of`], so only the sets are computed here.
+//!
+//! Over layers (`layers`: a base less its shadow, and a delta), each layer is walked or
+//! intersected on its own; a group's candidates are the union of the layers' and each
+//! candidate's count is the sum of its counts in every layer (a value can count hosts of a
+//! layer where it is no candidate), before the ordering and the cap choose the values.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -30,13 +35,16 @@ use periscope_query::{Clause, FilterQuery};
 use roaring::RoaringBitmap;
 
 use super::EmbeddedIndex;
+use super::layers::Part;
 use super::postings::{NONE_U8, NONE_U32};
 use crate::api::{FacetField, FacetGroup, Facets};
 use crate::reference::facets::{Value, clauses_of, group_of, query_field};
 use crate::reference::matching::words;
 
-/// The six groups for `query`.
-pub(super) fn facets(index: &EmbeddedIndex, query: &FilterQuery) -> Facets {
+/// The six groups for `query` over the layers `parts` (see `layers`): every layer tallies
+/// its own hosts (its shadow left out); a group's candidates are those of every layer and a
+/// candidate's count is the sum of its layers' counts.
+pub(super) fn facets(parts: &[Part<'_>], query: &FilterQuery) -> Facets {
     let clauses = query.clauses();
     let shared: Vec<FacetField> = FacetField::ALL
         .into_iter()
@@ -46,9 +54,9 @@ pub(super) fn facets(index: &EmbeddedIndex, query: &FilterQuery) -> Facets {
         HashMap::new()
     } else {
         let all: Vec<&Clause> = clauses.iter().collect();
-        tally(index, &all, None, &shared)
+        tally(parts, &all, None, &shared)
     };
-    let mut matching: Option<RoaringBitmap> = None;
+    let mut matching: Vec<Option<RoaringBitmap>> = vec![None; parts.len()];
     let groups = FacetField::ALL
         .into_iter()
         .map(|field| match query.get(query_field(field)) {
@@ -56,7 +64,7 @@ pub(super) fn facets(index: &EmbeddedIndex, query: &FilterQuery) -> Facets {
                 let counted = tallies.remove(&field).unwrap_or_default();
                 group_of(query, field, &counted.clauses, |v| counted.count(v))
             }
-            Some(own) => own_group(index, query, field, own, &mut matching),
+            Some(own) => own_group(parts, query, field, own, &mut matching),
         })
         .collect();
     Facets { groups }
@@ -64,34 +72,30 @@ pub(super) fn facets(index: &EmbeddedIndex, query: &FilterQuery) -> Facets {
 
 /// The group of a field the query has a clause on.
 fn own_group(
-    index: &EmbeddedIndex,
+    parts: &[Part<'_>],
     query: &FilterQuery,
     field: FacetField,
     own: &Clause,
-    matching: &mut Option<RoaringBitmap>,
+    matching: &mut [Option<RoaringBitmap>],
 ) -> FacetGroup {
     let others: Vec<&Clause> = query
         .clauses()
         .iter()
         .filter(|c| c.field() != query_field(field))
         .collect();
-    if !others.iter().any(|c| c.is_service_level())
-        && let Some(values) = value_hosts(index, field)
-    {
-        let hosts = index.hosts_satisfying(others.iter().copied());
-        let matching = matching.get_or_insert_with(|| index.filter(query.clauses()));
-        return from_host_postings(query, field, values, hosts.as_ref(), matching);
+    if !others.iter().any(|c| c.is_service_level()) && field != FacetField::Product {
+        return from_host_postings(parts, query, field, &others, matching);
     }
-    let mut tallies = tally(index, &others, Some(own), &[field]);
+    let mut tallies = tally(parts, &others, Some(own), &[field]);
     let counted = tallies.remove(&field).unwrap_or_default();
     group_of(query, field, &counted.clauses, |v| counted.count(v))
 }
 
 /// Per value of a field with host postings, its hosts.
-fn value_hosts(index: &EmbeddedIndex, field: FacetField) -> Option<Vec<(Value, &RoaringBitmap)>> {
+fn value_hosts(index: &EmbeddedIndex, field: FacetField) -> Vec<(Value, &RoaringBitmap)> {
     let v = &index.value_hosts;
     let nonempty = |(_, b): &(Value, &RoaringBitmap)| !b.is_empty();
-    Some(match field {
+    match field {
         FacetField::Port => v.ports().map(|(p, b)| (Value::Port(p), b)).collect(),
         FacetField::Protocol => ProtocolToken::all()
             .zip(v.protocols())
@@ -116,39 +120,70 @@ fn value_hosts(index: &EmbeddedIndex, field: FacetField) -> Option<Vec<(Value, &
             .countries()
             .map(|(cc, b)| (Value::Country(cc), b))
             .collect(),
-        FacetField::Product => return None,
-    })
+        FacetField::Product => Vec::new(),
+    }
 }
 
+/// A value's host postings in each layer holding it: (layer, hosts).
+type Holders<'i> = Vec<(usize, &'i RoaringBitmap)>;
+
 /// A group whose other clauses name no service: counts from host postings, candidates
-/// tested in the group's order until the group is full.
+/// tested in the group's order until the group is full. A value's count over a layer is
+/// `|hosts ∩ others| - |hosts ∩ others ∩ shadow|`; it is a candidate when its hosts meet
+/// some layer's matches.
 fn from_host_postings(
+    parts: &[Part<'_>],
     query: &FilterQuery,
     field: FacetField,
-    values: Vec<(Value, &RoaringBitmap)>,
-    hosts: Option<&RoaringBitmap>,
-    matching: &RoaringBitmap,
+    others: &[&Clause],
+    matching: &mut [Option<RoaringBitmap>],
 ) -> FacetGroup {
     let selected = query.get(query_field(field));
-    let mut counted: Vec<(Value, &RoaringBitmap, u64)> = values
+    let mut by_value: BTreeMap<Value, (u64, Holders<'_>)> = BTreeMap::new();
+    for (i, part) in parts.iter().enumerate() {
+        let hosts = part.index.hosts_satisfying(others.iter().copied());
+        for (v, b) in value_hosts(part.index, field) {
+            let mut n = hosts
+                .as_ref()
+                .map_or_else(|| b.len(), |h| b.intersection_len(h));
+            if let Some(shadow) = part.shadow {
+                let hidden = b & shadow;
+                n -= hosts
+                    .as_ref()
+                    .map_or_else(|| hidden.len(), |h| hidden.intersection_len(h));
+            }
+            let entry = by_value.entry(v).or_default();
+            entry.0 += n;
+            entry.1.push((i, b));
+        }
+    }
+    let mut counted: Vec<(Value, u64, Holders<'_>)> = by_value
         .into_iter()
-        .map(|(v, b)| {
-            let n = hosts.map_or_else(|| b.len(), |h| b.intersection_len(h));
-            (v, b, n)
-        })
-        .filter(|(_, _, n)| *n > 0)
+        .filter(|(_, (n, _))| *n > 0)
+        .map(|(v, (n, bitmaps))| (v, n, bitmaps))
         .collect();
-    counted.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    // Value order already; the stable sort keeps it among equal counts.
+    counted.sort_by_key(|(_, n, _)| std::cmp::Reverse(*n));
     let mut chosen: BTreeMap<Value, Clause> = BTreeMap::new();
     let mut counts: BTreeMap<Value, u64> = BTreeMap::new();
-    let mut others = 0;
-    for (value, b, n) in counted {
+    let mut shown = 0;
+    for (value, n, bitmaps) in counted {
         let Some(clause) = value.clause() else {
             continue;
         };
         let is_selected = selected == Some(&clause);
-        if (is_selected || others < MAX_VALUES) && !b.is_disjoint(matching) {
-            others += usize::from(!is_selected);
+        if !is_selected && shown >= MAX_VALUES {
+            continue;
+        }
+        let candidate = bitmaps.into_iter().any(|(i, b)| {
+            let (Some(part), Some(slot)) = (parts.get(i), matching.get_mut(i)) else {
+                return false;
+            };
+            let m = slot.get_or_insert_with(|| part.index.filter(query.clauses(), part.shadow));
+            !b.is_disjoint(m)
+        });
+        if candidate {
+            shown += usize::from(!is_selected);
             counts.insert(value.clone(), n);
             chosen.insert(value, clause);
         }
@@ -173,6 +208,85 @@ impl Counted {
     fn count(&self, v: &Value) -> u64 {
         self.counts.get(v).copied().unwrap_or(0)
     }
+}
+
+/// One layer's tally of one group: its candidates, and the hosts counted per value.
+enum Partial<'i> {
+    /// Port, protocol, CVSS band, exploit flag, country: hosts per raw value.
+    Raw {
+        candidates: BTreeSet<Value>,
+        counts: Vec<u64>,
+    },
+    /// Products: per host its titles.
+    Titles {
+        titles: Titles,
+        index: &'i EmbeddedIndex,
+    },
+}
+
+impl Partial<'_> {
+    fn candidates(&self) -> BTreeSet<Value> {
+        match self {
+            Partial::Raw { candidates, .. } => candidates.clone(),
+            Partial::Titles { titles, index } => titles.candidates(index),
+        }
+    }
+
+    /// Adds the count of every value of `clauses` over this layer to `counts`.
+    fn count_into(&self, clauses: &BTreeMap<Value, Clause>, counts: &mut BTreeMap<Value, u64>) {
+        match self {
+            Partial::Raw { counts: raw, .. } => {
+                for v in clauses.keys() {
+                    let n = raw_index(v).and_then(|i| raw.get(i)).copied().unwrap_or(0);
+                    *counts.entry(v.clone()).or_default() += n;
+                }
+            }
+            Partial::Titles { titles, index } => titles.count_into(index, clauses, counts),
+        }
+    }
+}
+
+/// The index of a value in a raw tally.
+fn raw_index(v: &Value) -> Option<usize> {
+    match v {
+        Value::Port(p) => Some(usize::from(p.get())),
+        Value::Protocol(t) => Some(t.index()),
+        Value::Cvss(b) => Some(*b),
+        Value::Exploit(e) => Some(usize::from(*e)),
+        Value::Country(cc) => country_index(*cc),
+        Value::Product(_) => None,
+    }
+}
+
+/// [`tally_layer`] over every layer, merged: the candidates of all, each counted in all.
+fn tally(
+    parts: &[Part<'_>],
+    clauses: &[&Clause],
+    own: Option<&Clause>,
+    fields: &[FacetField],
+) -> HashMap<FacetField, Counted> {
+    let mut layers: Vec<HashMap<FacetField, Partial<'_>>> = parts
+        .iter()
+        .map(|part| tally_layer(part, clauses, own, fields))
+        .collect();
+    let mut out = HashMap::new();
+    for field in fields {
+        let partials: Vec<Partial<'_>> = layers
+            .iter_mut()
+            .filter_map(|layer| layer.remove(field))
+            .collect();
+        let mut candidates = BTreeSet::new();
+        for p in &partials {
+            candidates.append(&mut p.candidates());
+        }
+        let clauses = clauses_of(candidates);
+        let mut counts = BTreeMap::new();
+        for p in &partials {
+            p.count_into(&clauses, &mut counts);
+        }
+        out.insert(*field, Counted { clauses, counts });
+    }
+    out
 }
 
 /// Countries as a dense index (`AA` = 0 … `ZZ` = 675).
@@ -227,17 +341,18 @@ fn distinct(buf: &mut Vec<u32>, values: impl Iterator<Item = u32>) {
     }
 }
 
-/// One walk over the hosts satisfying every host-level clause of `clauses` that own a
-/// service satisfying every service-level one (any service when there is none), tallying
-/// `fields` over those services. With `own`, only hosts also satisfying `own` (on one of
-/// those services, for a service-level `own`) give candidates; without, every host walked
-/// does.
-fn tally(
-    index: &EmbeddedIndex,
+/// One walk over the hosts of one layer (less its shadow) satisfying every host-level clause
+/// of `clauses` that own a service satisfying every service-level one (any service when
+/// there is none), tallying `fields` over those services. With `own`, only hosts also
+/// satisfying `own` (on one of those services, for a service-level `own`) give candidates;
+/// without, every host walked does.
+fn tally_layer<'i>(
+    part: &Part<'i>,
     clauses: &[&Clause],
     own: Option<&Clause>,
     fields: &[FacetField],
-) -> HashMap<FacetField, Counted> {
+) -> HashMap<FacetField, Partial<'i>> {
+    let index = part.index;
     let services = index.service_set(clauses.iter().copied());
     let hosts = index.hosts_satisfying(clauses.iter().copied());
     let own_services: Option<Cow<'_, RoaringBitmap>> = own
@@ -257,97 +372,102 @@ fn tally(
     let mut country = wants(FacetField::Country).then(|| Tally::new(COUNTRIES));
     let mut titles = wants(FacetField::Product).then(|| Titles::new(columns.titles.len()));
     let mut buf: Vec<u32> = Vec::with_capacity(16);
-    index.for_each_host(services.as_deref(), hosts.as_ref(), |h, run| {
-        let matches = match (&own_services, own_country) {
-            (Some(p), _) => run.iter().any(|s| p.contains(*s)),
-            (None, Some(cc)) => index.places.get(h as usize).and_then(|(_, c)| *c) == Some(cc),
-            (None, None) => true,
-        };
-        if let Some(t) = &mut country
-            && let Some(i) = index
-                .places
-                .get(h as usize)
-                .and_then(|(_, c)| *c)
-                .and_then(country_index)
-        {
-            t.add(i as u32, matches);
-        }
-        if let [s] = run {
-            // One service: its values are distinct already.
-            let s = *s as usize;
-            if let (Some(t), Some(p)) = (&mut port, columns.port.get(s)) {
-                t.add(u32::from(p.get()), matches);
-            }
-            if let (Some(t), Some(p)) = (&mut protocol, columns.protocol.get(s)) {
-                t.add(p.index() as u32, matches);
-            }
-            if let (Some(t), Some(b)) = (&mut band, columns.band.get(s))
-                && *b != NONE_U8
+    index.for_each_host(
+        services.as_deref(),
+        hosts.as_ref(),
+        part.shadow,
+        |h, run| {
+            let matches = match (&own_services, own_country) {
+                (Some(p), _) => run.iter().any(|s| p.contains(*s)),
+                (None, Some(cc)) => index.places.get(h as usize).and_then(|(_, c)| *c) == Some(cc),
+                (None, None) => true,
+            };
+            if let Some(t) = &mut country
+                && let Some(i) = index
+                    .places
+                    .get(h as usize)
+                    .and_then(|(_, c)| *c)
+                    .and_then(country_index)
             {
-                t.add(u32::from(*b), matches);
+                t.add(i as u32, matches);
             }
-            if let (Some(t), Some(e)) = (&mut exploit, columns.exploit.get(s))
-                && *e != NONE_U8
-            {
-                t.add(u32::from(*e), matches);
+            if let [s] = run {
+                // One service: its values are distinct already.
+                let s = *s as usize;
+                if let (Some(t), Some(p)) = (&mut port, columns.port.get(s)) {
+                    t.add(u32::from(p.get()), matches);
+                }
+                if let (Some(t), Some(p)) = (&mut protocol, columns.protocol.get(s)) {
+                    t.add(p.index() as u32, matches);
+                }
+                if let (Some(t), Some(b)) = (&mut band, columns.band.get(s))
+                    && *b != NONE_U8
+                {
+                    t.add(u32::from(*b), matches);
+                }
+                if let (Some(t), Some(e)) = (&mut exploit, columns.exploit.get(s))
+                    && *e != NONE_U8
+                {
+                    t.add(u32::from(*e), matches);
+                }
+                if let (Some(t), Some(title)) = (&mut titles, columns.title.get(s))
+                    && *title != NONE_U32
+                {
+                    t.add(std::slice::from_ref(title), matches);
+                }
+                return;
             }
-            if let (Some(t), Some(title)) = (&mut titles, columns.title.get(s))
-                && *title != NONE_U32
-            {
-                t.add(std::slice::from_ref(title), matches);
+            let at = |s: &u32| *s as usize;
+            if let Some(t) = &mut port {
+                distinct(
+                    &mut buf,
+                    run.iter()
+                        .filter_map(|s| columns.port.get(at(s)))
+                        .map(|p| u32::from(p.get())),
+                );
+                buf.iter().for_each(|v| t.add(*v, matches));
             }
-            return;
-        }
-        let at = |s: &u32| *s as usize;
-        if let Some(t) = &mut port {
-            distinct(
-                &mut buf,
-                run.iter()
-                    .filter_map(|s| columns.port.get(at(s)))
-                    .map(|p| u32::from(p.get())),
-            );
-            buf.iter().for_each(|v| t.add(*v, matches));
-        }
-        if let Some(t) = &mut protocol {
-            distinct(
-                &mut buf,
-                run.iter()
-                    .filter_map(|s| columns.protocol.get(at(s)))
-                    .map(|p| p.index() as u32),
-            );
-            buf.iter().for_each(|v| t.add(*v, matches));
-        }
-        if let Some(t) = &mut band {
-            distinct(
-                &mut buf,
-                run.iter()
-                    .filter_map(|s| columns.band.get(at(s)))
-                    .filter(|b| **b != NONE_U8)
-                    .map(|b| u32::from(*b)),
-            );
-            buf.iter().for_each(|v| t.add(*v, matches));
-        }
-        if let Some(t) = &mut exploit {
-            distinct(
-                &mut buf,
-                run.iter()
-                    .filter_map(|s| columns.exploit.get(at(s)))
-                    .filter(|e| **e != NONE_U8)
-                    .map(|e| u32::from(*e)),
-            );
-            buf.iter().for_each(|v| t.add(*v, matches));
-        }
-        if let Some(t) = &mut titles {
-            distinct(
-                &mut buf,
-                run.iter()
-                    .filter_map(|s| columns.title.get(at(s)).copied())
-                    .filter(|t| *t != NONE_U32),
-            );
-            buf.sort_unstable();
-            t.add(&buf, matches);
-        }
-    });
+            if let Some(t) = &mut protocol {
+                distinct(
+                    &mut buf,
+                    run.iter()
+                        .filter_map(|s| columns.protocol.get(at(s)))
+                        .map(|p| p.index() as u32),
+                );
+                buf.iter().for_each(|v| t.add(*v, matches));
+            }
+            if let Some(t) = &mut band {
+                distinct(
+                    &mut buf,
+                    run.iter()
+                        .filter_map(|s| columns.band.get(at(s)))
+                        .filter(|b| **b != NONE_U8)
+                        .map(|b| u32::from(*b)),
+                );
+                buf.iter().for_each(|v| t.add(*v, matches));
+            }
+            if let Some(t) = &mut exploit {
+                distinct(
+                    &mut buf,
+                    run.iter()
+                        .filter_map(|s| columns.exploit.get(at(s)))
+                        .filter(|e| **e != NONE_U8)
+                        .map(|e| u32::from(*e)),
+                );
+                buf.iter().for_each(|v| t.add(*v, matches));
+            }
+            if let Some(t) = &mut titles {
+                distinct(
+                    &mut buf,
+                    run.iter()
+                        .filter_map(|s| columns.title.get(at(s)).copied())
+                        .filter(|t| *t != NONE_U32),
+                );
+                buf.sort_unstable();
+                t.add(&buf, matches);
+            }
+        },
+    );
     let mut out = HashMap::new();
     let mut put =
         |field: FacetField, tally: Option<Tally>, value: &dyn Fn(usize) -> Option<Value>| {
@@ -361,23 +481,11 @@ fn tally(
                 .filter(|(_, c)| **c)
                 .filter_map(|(i, _)| value(i))
                 .collect();
-            let mut counts = BTreeMap::new();
-            for v in &candidates {
-                let raw = match v {
-                    Value::Port(p) => usize::from(p.get()),
-                    Value::Protocol(t) => t.index(),
-                    Value::Cvss(b) => *b,
-                    Value::Exploit(e) => usize::from(*e),
-                    Value::Country(cc) => country_index(*cc).unwrap_or(usize::MAX),
-                    Value::Product(_) => usize::MAX,
-                };
-                counts.insert(v.clone(), tally.counts.get(raw).copied().unwrap_or(0));
-            }
             out.insert(
                 field,
-                Counted {
-                    clauses: clauses_of(candidates),
-                    counts,
+                Partial::Raw {
+                    candidates,
+                    counts: tally.counts,
                 },
             );
         };
@@ -394,8 +502,8 @@ fn tally(
     put(FacetField::Country, country, &|i| {
         country_of_index(i).map(Value::Country)
     });
-    if let Some(t) = titles {
-        out.insert(FacetField::Product, t.finish(index));
+    if let Some(titles) = titles {
+        out.insert(FacetField::Product, Partial::Titles { titles, index });
     }
     out
 }
@@ -439,18 +547,27 @@ impl Titles {
         }
     }
 
-    /// Candidates and counts: a value counts the hosts holding a title with every word of
-    /// its phrase.
-    fn finish(self, index: &EmbeddedIndex) -> Counted {
+    /// The titles held by a host matching the whole query.
+    fn candidates(&self, index: &EmbeddedIndex) -> BTreeSet<Value> {
         let columns = &index.services.columns;
-        let candidates: BTreeSet<Value> = self
-            .candidate
+        self.candidate
             .iter()
             .enumerate()
             .filter(|(_, c)| **c)
             .filter_map(|(i, _)| columns.titles.get(i))
             .map(|t| Value::Product(t.to_string()))
-            .collect();
+            .collect()
+    }
+
+    /// Adds each value's count to `counts`: the hosts holding a title with every word of
+    /// its phrase.
+    fn count_into(
+        &self,
+        index: &EmbeddedIndex,
+        clauses: &BTreeMap<Value, Clause>,
+        counts: &mut BTreeMap<Value, u64>,
+    ) {
+        let columns = &index.services.columns;
         // Title → the several-title sets holding it.
         let mut sets_of: HashMap<u32, Vec<usize>> = HashMap::new();
         let several: Vec<(&Vec<u32>, u64)> = self.several.iter().map(|(k, n)| (k, *n)).collect();
@@ -459,8 +576,6 @@ impl Titles {
                 sets_of.entry(*t).or_default().push(i);
             }
         }
-        let clauses = clauses_of(candidates);
-        let mut counts = BTreeMap::new();
         let mut seen: Vec<usize> = vec![usize::MAX; several.len()];
         for (stamp, (value, clause)) in clauses.iter().enumerate() {
             let Clause::Product(phrase) = clause else {
@@ -479,8 +594,7 @@ impl Titles {
                     }
                 }
             }
-            counts.insert(value.clone(), n);
+            *counts.entry(value.clone()).or_default() += n;
         }
-        Counted { clauses, counts }
     }
 }

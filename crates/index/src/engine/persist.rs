@@ -5,7 +5,7 @@
 //! Layout (little-endian): the magic `PSCPIDX\0`, [`FORMAT_VERSION`], the store generation it
 //! was built from, the build time, the two settings that shape an index, then the ordinal
 //! maps, places, service postings and columns, host postings, the per-value host postings of
-//! port, protocol, CVSS and exploit, and the exposure place ids — in the order
+//! port, protocol, CVSS and exploit, the exposure place ids and the expiry hours — in the order
 //! [`EmbeddedIndex::save`] writes them — and last a 64-bit checksum of every byte before it.
 //! Bitmaps are roaring's portable serialization. The domain-scan lookups are not in the file:
 //! they are rebuilt from the store snapshot, which is small.
@@ -17,6 +17,11 @@
 //! wrong — the caller rebuilds and overwrites it; it is never half-used.
 //! **Writing** goes to a temporary file that is synced and renamed over the old one, so a
 //! crash leaves either the old file or the new one.
+//!
+//! **Delta journal** ([`DeltaJournal`], `scan.delta`): the keys and names a delta was built
+//! from, between the base's generation and the delta's, checksummed the same way. A saved
+//! base older than the store is used ([`EmbeddedIndex::load_built_from`]) only together with
+//! a journal reaching the store's generation, whose records then shadow the base's.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -25,7 +30,7 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
 use periscope_model::record::Position;
-use periscope_model::{CountryCode, Timestamp};
+use periscope_model::{CountryCode, DomainName, Timestamp};
 use roaring::RoaringBitmap;
 
 use super::scans::ScanRecords;
@@ -35,7 +40,7 @@ use crate::store::IndexConfig;
 
 const MAGIC: &[u8; 8] = b"PSCPIDX\0";
 /// The layout written and the only one read.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Why an index file was not used.
 #[derive(Debug, thiserror::Error)]
@@ -361,13 +366,27 @@ impl EmbeddedIndex {
         self.services.write(w)?;
         self.hosts.write(w)?;
         self.value_hosts.write(w)?;
-        self.place_ids.write(w)
+        self.place_ids.write(w)?;
+        self.expiry.write(w)
     }
 
     /// Loads the index file at `path` built from `snapshot` with `config`; see the module
     /// documentation for when it is refused. The loaded index reads records from `snapshot`.
     pub fn load(
         path: &Path,
+        snapshot: StoreSnapshot,
+        config: IndexConfig,
+    ) -> Result<Self, LoadError> {
+        let generation = snapshot.generation();
+        Self::load_built_from(path, generation, snapshot, config)
+    }
+
+    /// [`Self::load`] of an index file built from store generation `generation`, which may
+    /// be older than `snapshot`'s: for a base whose records written since are shadowed by a
+    /// delta ([`super::LayeredIndex`]), so that it never shows a record that changed.
+    pub fn load_built_from(
+        path: &Path,
+        generation: u64,
         snapshot: StoreSnapshot,
         config: IndexConfig,
     ) -> Result<Self, LoadError> {
@@ -389,11 +408,10 @@ impl EmbeddedIndex {
                 "format version {version}, this build reads {FORMAT_VERSION}"
             )));
         }
-        let generation = r.u64()?;
-        let store_generation = snapshot.generation();
-        if generation != store_generation {
+        let built_from = r.u64()?;
+        if built_from != generation {
             return Err(LoadError::Stale(format!(
-                "built from store generation {generation}, the store is at {store_generation}"
+                "built from store generation {built_from}, the store is at {generation}"
             )));
         }
         let built_at = Timestamp::from_unix(r.i64()?).ok_or_else(|| corrupt("build time"))?;
@@ -447,6 +465,7 @@ impl EmbeddedIndex {
         let host_postings = super::postings::HostPostings::read(&mut r, hosts)?;
         let value_hosts = super::postings::ValueHosts::read(&mut r, hosts)?;
         let place_ids = super::exposure::Places::read(&mut r, &places)?;
+        let expiry = super::expiry::Expiry::read(&mut r, hosts)?;
         let computed = r.sum.finish();
         let stored = u64::from_le_bytes(r.array::<8>()?);
         if computed != stored {
@@ -469,6 +488,7 @@ impl EmbeddedIndex {
             hosts: host_postings,
             value_hosts,
             place_ids,
+            expiry,
             scans,
         })
     }
@@ -495,5 +515,101 @@ mod tests {
         changed[999] ^= 1;
         other.update(&changed);
         assert_ne!(other.finish(), whole.finish());
+    }
+}
+
+/// What a delta was built from, saved beside the index file (`scan.delta`) at each delta
+/// refresh: the store generation of the base, the generation the delta reached, and the
+/// keys and domain-scan names written in between. With it, a restart loads the saved base
+/// and rebuilds only the delta ([`crate::live::LiveIndex::open`]) — when the store is still
+/// at `generation`; otherwise the journal says nothing about the batches after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeltaJournal {
+    /// The store generation the base (the index file) was built from.
+    pub base_generation: u64,
+    /// The store generation the delta was built from.
+    pub generation: u64,
+    /// Host-order keys of the host records written between the two, ascending.
+    pub hosts: Vec<u128>,
+    /// Names of the domain-scan records written between the two, ascending.
+    pub names: Vec<DomainName>,
+}
+
+const JOURNAL_MAGIC: &[u8; 8] = b"PSCPDLT\0";
+
+impl DeltaJournal {
+    /// Writes the journal to `path` (through a temporary file renamed over it).
+    pub fn save(&self, path: &Path) -> io::Result<()> {
+        let tmp = path.with_extension("delta-tmp");
+        let file = File::create(&tmp)?;
+        let mut w = Writer {
+            out: BufWriter::with_capacity(1 << 16, file),
+            sum: Checksum::new(),
+        };
+        w.write_all(JOURNAL_MAGIC)?;
+        w.u32(FORMAT_VERSION)?;
+        w.u64(self.base_generation)?;
+        w.u64(self.generation)?;
+        w.len(self.hosts.len())?;
+        for k in &self.hosts {
+            w.write_all(&k.to_le_bytes())?;
+        }
+        w.len(self.names.len())?;
+        for n in &self.names {
+            w.str(n.as_str())?;
+        }
+        let sum = w.sum.finish();
+        let mut file = w.out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.write_all(&sum.to_le_bytes())?;
+        drop(file);
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Reads what [`Self::save`] wrote.
+    pub fn load(path: &Path) -> Result<Self, LoadError> {
+        let file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(LoadError::Missing),
+            Err(e) => return Err(e.into()),
+        };
+        let mut r = Reader {
+            input: BufReader::with_capacity(1 << 16, file),
+            sum: Checksum::new(),
+        };
+        if &r.array::<8>()? != JOURNAL_MAGIC {
+            return Err(corrupt("not a Periscope delta journal"));
+        }
+        let version = r.u32()?;
+        if version != FORMAT_VERSION {
+            return Err(LoadError::Stale(format!(
+                "format version {version}, this build reads {FORMAT_VERSION}"
+            )));
+        }
+        let base_generation = r.u64()?;
+        let generation = r.u64()?;
+        let n = r.len("journal keys")?;
+        let hosts = r.vec(n, |r| Ok(u128::from_le_bytes(r.array()?)))?;
+        if hosts.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(corrupt("journal keys out of order"));
+        }
+        let n = r.len("journal names")?;
+        let names = r.vec(n, |r| {
+            let text = r.str("a journal name")?;
+            DomainName::parse(&text).map_err(|_| corrupt("a journal name"))
+        })?;
+        let computed = r.sum.finish();
+        let stored = u64::from_le_bytes(r.array::<8>()?);
+        if computed != stored {
+            return Err(corrupt("checksum mismatch"));
+        }
+        if r.read(&mut [0u8; 1])? != 0 {
+            return Err(corrupt("bytes after the checksum"));
+        }
+        Ok(Self {
+            base_generation,
+            generation,
+            hosts,
+            names,
+        })
     }
 }

@@ -1,6 +1,10 @@
 //! The domain-scan records of a snapshot, indexed both ways the engine asks: by name (every
 //! record of a name or of a subdomain of it — the records are filed under the name and each
 //! parent domain) and by listed address. Lists keep name order, as the reference returns them.
+//!
+//! [`ScanView`] reads several layers of records as one: a record of a layer is hidden when a
+//! later layer holds a record of the same name (a delta holds the records written since the
+//! base was built, newest per name, so its record is the current one).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -9,6 +13,9 @@ use periscope_model::observation::DomainScan;
 use periscope_model::{DomainName, ip_order_key};
 
 use crate::store::DomainScans;
+
+/// Per host-order key of a listed address: the names of the records listing it.
+pub(super) type Listed<'a> = HashMap<u128, Vec<&'a DomainName>>;
 
 /// The records, newest per name, in name order, with the two lookups.
 #[derive(Debug, Default)]
@@ -45,20 +52,53 @@ impl ScanRecords {
         out
     }
 
-    /// Records of `name` and of its subdomains, by name.
-    pub fn of_name(&self, name: &DomainName) -> impl Iterator<Item = &DomainScan> {
+    /// Whether a record of exactly `name` is held.
+    fn holds(&self, name: &DomainName) -> bool {
         self.resolve(self.within.get(name.as_str()))
+            .any(|scan| scan.name == *name)
+    }
+
+    fn resolve<'a>(&'a self, ids: Option<&'a Vec<u32>>) -> impl Iterator<Item = &'a DomainScan> {
+        ids.into_iter()
+            .flatten()
+            .filter_map(|i| self.scans.get(*i as usize))
+    }
+}
+
+/// Layers of records read as one, later layers hiding earlier records of the same name.
+#[derive(Debug)]
+pub(super) struct ScanView<'a> {
+    layers: Vec<&'a ScanRecords>,
+}
+
+impl<'a> ScanView<'a> {
+    /// The view of `layers`, oldest first.
+    pub fn new(layers: Vec<&'a ScanRecords>) -> Self {
+        Self { layers }
+    }
+
+    /// Records of `name` and of its subdomains, by name.
+    pub fn of_name(&self, name: &DomainName) -> Vec<&'a DomainScan> {
+        self.merged(|layer| layer.within.get(name.as_str()))
     }
 
     /// Records listing `ip`, by name.
-    pub fn listing(&self, ip: IpAddr) -> impl Iterator<Item = &DomainScan> {
-        self.resolve(self.listing.get(&ip))
+    pub fn listing(&self, ip: IpAddr) -> Vec<&'a DomainScan> {
+        self.merged(|layer| layer.listing.get(&ip))
+    }
+
+    /// Names of the records listing `ip`, by name.
+    pub fn names_listing(&self, ip: IpAddr) -> Vec<&'a DomainName> {
+        self.listing(ip)
+            .into_iter()
+            .map(|scan| &scan.name)
+            .collect()
     }
 
     /// Per host-order key of a listed address: the names of the records of `name` (or a
     /// subdomain) listing it, by name, each once.
-    pub fn listed_under(&self, name: &DomainName) -> HashMap<u128, Vec<&DomainName>> {
-        let mut out: HashMap<u128, Vec<&DomainName>> = HashMap::new();
+    pub fn listed_under(&self, name: &DomainName) -> Listed<'a> {
+        let mut out: Listed<'a> = HashMap::new();
         for scan in self.of_name(name) {
             for address in &scan.addresses {
                 let names = out.entry(ip_order_key(address.to_canonical())).or_default();
@@ -70,9 +110,25 @@ impl ScanRecords {
         out
     }
 
-    fn resolve<'a>(&'a self, ids: Option<&'a Vec<u32>>) -> impl Iterator<Item = &'a DomainScan> {
-        ids.into_iter()
-            .flatten()
-            .filter_map(|i| self.scans.get(*i as usize))
+    /// The records `lookup` finds in every layer (by index), less those a later layer
+    /// replaces, by name.
+    fn merged(
+        &self,
+        lookup: impl Fn(&'a ScanRecords) -> Option<&'a Vec<u32>>,
+    ) -> Vec<&'a DomainScan> {
+        if let [only] = self.layers[..] {
+            return only.resolve(lookup(only)).collect();
+        }
+        let mut out: Vec<&'a DomainScan> = Vec::new();
+        for (i, layer) in self.layers.iter().enumerate() {
+            let later = self.layers.get(i + 1..).unwrap_or_default();
+            out.extend(
+                layer
+                    .resolve(lookup(layer))
+                    .filter(|scan| later.iter().all(|l| !l.holds(&scan.name))),
+            );
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
     }
 }
