@@ -14,6 +14,7 @@ mod ingest;
 mod ingest_socket;
 mod lines;
 mod serve;
+mod signin;
 mod synth;
 mod validate;
 
@@ -49,6 +50,8 @@ enum Command {
     Bench(bench::Command),
     /// Manage accounts, API keys and plans; read problem reports.
     Admin(admin::Args),
+    /// Run the sign-in service (OpenID Connect provider) alone, for a `serve` elsewhere.
+    Signin(signin::Args),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate::run(&args),
         Command::Bench(command) => bench::run(&command),
         Command::Admin(args) => admin::run(&args),
+        Command::Signin(args) => signin::run(&args),
     };
     match result {
         Ok(code) => code,

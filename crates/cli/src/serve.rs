@@ -41,7 +41,7 @@ use crate::synth::group;
 /// How often dead sessions and sign-in records are deleted.
 const PURGE_EVERY: Duration = Duration::from_secs(3600);
 /// The embedded sign-in service's client id for the browser application.
-const WEB_CLIENT_ID: &str = "periscope-web";
+pub(crate) const WEB_CLIENT_ID: &str = "periscope-web";
 /// The file holding that client's secret, in the data directory.
 const WEB_SECRET_FILE: &str = "web-client-secret";
 /// How often the refresher looks for new data (a look that finds none costs nothing; a delta
@@ -94,7 +94,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn init_logging(format: LogFormat) {
+pub(crate) fn init_logging(format: LogFormat) {
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(tracing::Level::INFO)
@@ -296,16 +296,7 @@ async fn browser_app(
         Some(url) => url.clone(),
         None => data.join("state.db").display().to_string(),
     };
-    let mail = match &config.signin.smtp_host {
-        Some(host) => MailConfig::Smtp {
-            host: host.clone(),
-            port: config.signin.smtp_port.unwrap_or(25),
-            timeout_secs: 10,
-        },
-        None => MailConfig::Outbox {
-            dir: data.join("outbox"),
-        },
-    };
+    let mail = mail_config(config);
     let issuer = format!("{public_url}/auth");
     let mut web_config = WebConfig::new(public_url, &issuer, WEB_CLIENT_ID, &secret);
     // The web application reaches the embedded provider on the listening address, whatever
@@ -326,12 +317,7 @@ async fn browser_app(
         post_logout_redirect_uris: vec![web_config.signed_out_url()],
     });
     signin_config.application_url = Some(format!("{public_url}/"));
-    if let Some(from) = &config.signin.mail_from {
-        signin_config.mail_from = from.clone();
-    }
-    if let Some(version) = &config.signin.terms_version {
-        signin_config.terms_version = version.clone();
-    }
+    apply_signin_settings(config, &mut signin_config);
     let signin = SignIn::open(signin_config)
         .await
         .context("cannot start the sign-in service")?;
@@ -339,9 +325,34 @@ async fn browser_app(
     Ok((web, Some(signin)))
 }
 
+/// Where the sign-in service's registration e-mail goes: the `[signin]` SMTP relay, or
+/// `DATA/outbox`.
+pub(crate) fn mail_config(config: &Config) -> MailConfig {
+    match &config.signin.smtp_host {
+        Some(host) => MailConfig::Smtp {
+            host: host.clone(),
+            port: config.signin.smtp_port.unwrap_or(25),
+            timeout_secs: 10,
+        },
+        None => MailConfig::Outbox {
+            dir: config.data.join("outbox"),
+        },
+    }
+}
+
+/// The `[signin]` settings beyond the mail relay.
+pub(crate) fn apply_signin_settings(config: &Config, signin: &mut SignInConfig) {
+    if let Some(from) = &config.signin.mail_from {
+        signin.mail_from = from.clone();
+    }
+    if let Some(version) = &config.signin.terms_version {
+        signin.terms_version = version.clone();
+    }
+}
+
 /// The embedded client's secret: generated once into `DATA/web-client-secret` (mode 0600)
 /// and read back at every start.
-fn web_client_secret(data: &Path) -> Result<String> {
+pub(crate) fn web_client_secret(data: &Path) -> Result<String> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let path = data.join(WEB_SECRET_FILE);
@@ -436,7 +447,7 @@ fn announce(address: SocketAddr, public_url: &str, demo_key: Option<&str>) {
     }
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let interrupt = async {
         if let Err(e) = tokio::signal::ctrl_c().await {
             tracing::error!(error = %e, "cannot listen for Ctrl-C");

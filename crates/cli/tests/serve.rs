@@ -4,7 +4,8 @@
 //! carries a key; a second start on the same directory just serves (index file loaded, no new
 //! data, no new key). `periscope ingest` beside the running server sends its batches through
 //! the ingest socket, and the server answers with the new host within seconds; once the
-//! server is gone, ingest writes the store itself.
+//! server is gone, ingest writes the store itself. `periscope signin` runs the sign-in
+//! service alone, and a server pointed at it signs in there.
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
@@ -30,6 +31,11 @@ struct Server {
 impl Server {
     /// Starts the server; with `demo_key`, waits for the demo announcement too.
     fn start(data: &str, demo_key: bool) -> Server {
+        Self::start_with(data, demo_key, "127.0.0.1:0", &[])
+    }
+
+    /// [`Self::start`] on `listen`, with more environment variables.
+    fn start_with(data: &str, demo_key: bool, listen: &str, env: &[(&str, &str)]) -> Server {
         let mut child = command(&[
             "serve",
             "--demo",
@@ -38,9 +44,10 @@ impl Server {
             "--data",
             data,
             "--listen",
-            "127.0.0.1:0",
+            listen,
         ])
         .env("PERISCOPE_DNS_SERVERS", "127.0.0.1:9")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -407,4 +414,94 @@ fn serve_demo_mounts_the_sign_in_service_and_the_web_application() {
         first,
         "kept across restarts"
     );
+}
+
+#[test]
+fn the_sign_in_service_runs_alone_for_a_server_elsewhere() {
+    let dir = scratch("signin_alone");
+    // The application's address, chosen first: the provider registers its callback.
+    let app = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().to_string()
+    };
+    let provider_data = dir.join("provider");
+    let mut provider = command(&[
+        "signin",
+        "--data",
+        provider_data.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--app-url",
+        &format!("http://{app}"),
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stderr = BufReader::new(provider.stderr.take().unwrap());
+    let issuer = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the provider exited"
+        );
+        if let Some(rest) = line.strip_prefix("periscope: sign-in service ") {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    let provider_address = issuer.strip_prefix("http://").unwrap().to_owned();
+    let (status, body) = http(
+        &provider_address,
+        "GET",
+        "/.well-known/openid-configuration",
+        None,
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(&format!(r#""issuer":"{issuer}""#)), "{body}");
+
+    let secret = std::fs::read_to_string(provider_data.join("web-client-secret")).unwrap();
+    let data = dir.join("app");
+    let server = Server::start_with(
+        data.to_str().unwrap(),
+        false,
+        &app,
+        &[
+            ("PERISCOPE_WEB_ISSUER", issuer.as_str()),
+            ("PERISCOPE_WEB_CLIENT_ID", "periscope-web"),
+            ("PERISCOPE_WEB_CLIENT_SECRET", secret.trim()),
+        ],
+    );
+    // No embedded provider; the application's sign-in goes to the one running alone …
+    assert_eq!(
+        http(
+            &app,
+            "GET",
+            "/auth/.well-known/openid-configuration",
+            None,
+            ""
+        )
+        .0,
+        404
+    );
+    let response = raw_get(&app, "/signin");
+    assert!(response.starts_with("HTTP/1.1 303"), "{response}");
+    let location = response
+        .lines()
+        .find_map(|l| l.strip_prefix("location: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let expected = format!("{issuer}/authorize?response_type=code&client_id=periscope-web");
+    assert!(location.starts_with(&expected), "{location}");
+    // … which knows this client and its callback: it asks for the credentials.
+    let path = location.strip_prefix(&issuer).unwrap();
+    let answer = raw_get(&provider_address, path);
+    assert!(answer.starts_with("HTTP/1.1 303"), "{answer}");
+    assert!(answer.contains("location: /signin?return_to="), "{answer}");
+
+    server.stop();
+    assert!(periscope_kill(&provider.id().to_string()));
+    assert!(provider.wait().unwrap().success());
 }
