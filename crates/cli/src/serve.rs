@@ -181,7 +181,7 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
         .clock(clock.clone())
         .build();
     let app = App::new(
-        service,
+        service.clone(),
         RateLimit::new(config.limits.rate_per_sec, config.limits.rate_burst),
         Arc::new(LiveProbe(Arc::clone(&live))),
     );
@@ -219,6 +219,8 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
         .clone()
         .unwrap_or_else(|| format!("http://{address}"));
     let (browser, signin) = browser_app(&config, &public_url, address, &state).await?;
+    // The search bar runs the API's service: one allowance for both channels.
+    browser.set_search(service);
     let mut router = periscope_api::router(app).merge(browser.router());
     if let Some(signin) = &signin {
         router = router.nest(signin.mount_path(), signin.router());

@@ -17,7 +17,7 @@ details.menu nav a,details.menu nav button{display:block;width:100%;text-align:l
 main{max-width:40rem;margin:2rem auto;background:#fff;padding:1.5rem 2rem;border:1px solid #dde1e6;border-radius:6px}\
 main.empty{min-height:12rem}h1{font-size:1.4rem;margin-top:0}\
 .button{display:inline-block;background:#0b57d0;color:#fff;border:0;border-radius:4px;padding:.55rem 1.1rem;font-size:1rem;text-decoration:none;cursor:pointer}\
-.note{color:#4a5260;font-size:.9rem}";
+.note{color:#4a5260;font-size:.9rem}main.search{max-width:64rem}form.bar{display:flex;gap:.5rem}form.bar input{flex:1;font-size:1rem;padding:.5rem;border:1px solid #c9ced6;border-radius:4px}.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}.condition{margin-top:1rem;border-left:4px solid #c5221f;padding:.2rem 1rem}.condition h2{font-size:1.1rem}table{border-collapse:collapse;width:100%;margin-top:1rem;font-size:.9rem}th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #e3e6ea;vertical-align:top}.pages{margin-top:1rem;display:flex;gap:1rem}.host h2{font-family:monospace}";
 
 /// `s` with the HTML special characters escaped (text and attribute values).
 pub(crate) fn escape(s: &str) -> String {

@@ -18,6 +18,12 @@
 //!   says the session expired, and signing in again returns to the page the user was on.
 //! - Sign-out ends the session here and at the provider (RP-initiated logout with
 //!   `id_token_hint`), so the next sign-in asks for the password.
+//! - `GET /?q=…` is the search bar (spec §10): the entry is recognised, run through the same
+//!   [`SearchService`] as the API with the signed-in account as caller (one shared allowance,
+//!   one charged search per results page of 25 hosts), and answered with the prefixed form that
+//!   ran and the results: the host view for an exact IP, a host list with a next page otherwise.
+//!   [`Web::set_search`] gives the application its service; without one the page says the
+//!   search is temporarily unavailable.
 //! - Every state-changing form carries the session's CSRF token; every page carries the
 //!   preview banner of spec §5 and loads nothing from anywhere.
 
@@ -26,12 +32,13 @@ mod oidc;
 mod routes;
 mod session;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use axum::http::HeaderValue;
 use axum::routing::{get, post};
 use periscope_model::Timestamp;
+use periscope_service::SearchService;
 use periscope_signin::Clock;
 use periscope_state::{State, StateError};
 
@@ -136,6 +143,7 @@ struct Inner {
     public_url: String,
     secure: bool,
     idle_secs: i64,
+    search: OnceLock<SearchService>,
 }
 
 fn config_error(key: &'static str, why: impl Into<String>) -> WebError {
@@ -230,8 +238,15 @@ impl Web {
                 public_url: config.public_url,
                 secure: public.scheme() == "https",
                 idle_secs: config.session_idle_secs,
+                search: OnceLock::new(),
             }),
         })
+    }
+
+    /// Gives the application the search service its search bar runs (the one the API runs,
+    /// so both share the allowance). Only the first call counts; it returns whether it did.
+    pub fn set_search(&self, service: SearchService) -> bool {
+        self.inner.search.set(service).is_ok()
     }
 
     /// The application's routes, for the root of its public URL.

@@ -1,7 +1,8 @@
 //! The handlers, laid out like the URLs: `pages` (`/`, the account menu's placeholders,
-//! `/signed-out`), `signin` (`/signin`, `/oidc/callback`), `signout`, `account`.
+//! `/signed-out`), `search` (the search bar of `/`), `signin` (`/signin`, `/oidc/callback`), `signout`, `account`.
 
 pub(crate) mod account;
 pub(crate) mod pages;
+pub(crate) mod search;
 pub(crate) mod signin;
 pub(crate) mod signout;

@@ -1,4 +1,4 @@
-//! `GET /` (the signed-in page, or "Sign in to search"), the account menu's placeholder pages,
+//! `GET /` (the signed-in page with the search bar, or "Sign in to search"), the account menu's placeholder pages,
 //! and `GET /signed-out`.
 
 use axum::extract::State as AxumState;
@@ -7,16 +7,26 @@ use axum::response::Response;
 
 use crate::Web;
 use crate::html::{message, page};
+use crate::routes::search;
 use crate::session::*;
 
 pub(crate) async fn home(AxumState(web): AxumState<Web>, headers: HeaderMap, uri: Uri) -> Response {
     match require_session(&web, &headers, &uri).await {
-        Ok(signed) => page(
-            StatusCode::OK,
-            "Search",
-            Some(&signed.top()),
-            "<main class=\"empty\" aria-label=\"Search\"></main>",
-        ),
+        Ok(signed) => {
+            let params = search::Params::parse(uri.query());
+            let (status, section) =
+                search::search_section(web.inner.search.get(), &signed, &params).await;
+            let title = match params.q.as_deref().map(str::trim) {
+                Some(q) if !q.is_empty() => "Search results",
+                _ => "Search",
+            };
+            page(
+                status,
+                title,
+                Some(&signed.top()),
+                &format!("<main class=\"search\" aria-label=\"Search\">{section}</main>"),
+            )
+        }
         Err(page) => page,
     }
 }

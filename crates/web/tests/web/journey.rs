@@ -428,7 +428,13 @@ async fn tampered_state_or_nonce_and_foreign_callbacks_get_no_session() {
     .await;
 }
 
-async fn register_via_outbox(app: &App, browser: &Browser, email: &str, org: &str, password: &str) {
+pub async fn register_via_outbox(
+    app: &App,
+    browser: &Browser,
+    email: &str,
+    org: &str,
+    password: &str,
+) {
     let form = browser.get(&app.url("/auth/register")).await;
     let page = browser
         .post(

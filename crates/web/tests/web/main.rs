@@ -3,11 +3,13 @@
 //! database; the sign-in tables share it with the state tables): `journey` walks registration
 //! (e-mail captured by a real SMTP server, aiosmtpd), sign-in through the web application,
 //! idle expiry, signing in again and sign-out, and every refusal; `interop` signs in through
-//! npm's `oidc-provider`, an independent certified provider. Every test also checks that the
+//! npm's `oidc-provider`, an independent certified provider; `search` runs the search bar over
+//! a synthetic index. Every test also checks that the
 //! secrets it saw never reached the log.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)] // Test code: a panic is the report.
 
 mod interop;
 mod journey;
+mod search;
 mod support;

@@ -77,6 +77,8 @@ pub const CLIENT_SECRET: &str = "web-secret-0123456789";
 /// under `/auth` and the web application at `/`, one listener, one clock for both.
 pub struct App {
     pub origin: String,
+    /// The application, for [`Web::set_search`].
+    pub web: Web,
     pub clock: Arc<ManualClock>,
     pub outbox: PathBuf,
     _outbox_dir: TempDir,
@@ -149,6 +151,7 @@ impl App {
         let server = serve(listener, router);
         App {
             origin,
+            web,
             clock,
             outbox,
             _outbox_dir: outbox_dir,
@@ -187,6 +190,7 @@ impl App {
         let server = serve(listener, web.router());
         App {
             origin,
+            web,
             clock,
             outbox: outbox_dir.path().join("outbox"),
             _outbox_dir: outbox_dir,
