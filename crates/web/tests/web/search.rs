@@ -14,12 +14,12 @@ use periscope_state::testing::on_each_backend;
 use crate::journey::{register_via_outbox, sign_in_via_web};
 use crate::support::*;
 
-struct Data {
+pub struct Data {
     engine: Arc<EmbeddedIndex>,
-    reference: ReferenceIndex,
+    pub reference: ReferenceIndex,
 }
 
-fn data() -> &'static Data {
+pub fn data() -> &'static Data {
     static DATA: OnceLock<Data> = OnceLock::new();
     DATA.get_or_init(|| {
         let now = Timestamp::from_unix(real_now()).unwrap();
@@ -46,7 +46,7 @@ fn data() -> &'static Data {
     })
 }
 
-fn service(fixture: &periscope_state::testing::Fixture) -> SearchService {
+pub fn service(fixture: &periscope_state::testing::Fixture) -> SearchService {
     SearchService::builder(
         Arc::clone(&data().engine) as Arc<dyn ScanIndex>,
         fixture.state.clone(),

@@ -1,0 +1,94 @@
+//! The search page in a real browser: Debian's Chromium (`/usr/bin/chromium`, or
+//! `PERISCOPE_CHROMIUM`) driven by `playwright-core` (`crates/web/tests/browser`, installed by
+//! `scripts/test` with `npm ci`) against the in-process application on 127.0.0.1, signed in
+//! through the real registration and sign-in pages. The script checks the banner, entry
+//! recognition, the host view of an exact IP, a page of 25 hosts with a working next page, and
+//! that no request leaves 127.0.0.1. Outside CI a missing Chromium or install skips with a
+//! message; under `CI=true` it fails.
+
+use std::path::{Path, PathBuf};
+
+use periscope_signin::BANNER;
+use periscope_state::testing::on_each_backend;
+
+use crate::journey::{register_via_outbox, sign_in_via_web};
+use crate::search::{data, service};
+use crate::support::*;
+
+fn suite_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser")
+}
+
+fn chromium() -> PathBuf {
+    std::env::var_os("PERISCOPE_CHROMIUM").map_or_else(|| "/usr/bin/chromium".into(), PathBuf::from)
+}
+
+/// Whether Chromium and `playwright-core` are there; outside CI a missing one skips.
+fn ready() -> bool {
+    let dir = suite_dir();
+    let why = if !chromium().exists() {
+        format!(
+            "{} is missing (apt-get install chromium)",
+            chromium().display()
+        )
+    } else if !dir
+        .join("node_modules/playwright-core/package.json")
+        .exists()
+    {
+        format!(
+            "{} has no node_modules (run `npm ci --prefix {}`, as scripts/test does)",
+            dir.display(),
+            dir.display()
+        )
+    } else {
+        return true;
+    };
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("the browser suite is required under CI=true: {why}");
+    }
+    eprintln!("SKIPPED: the browser suite needs Chromium and playwright-core: {why}");
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_search_page_in_chromium() {
+    if !ready() {
+        return;
+    }
+    on_each_backend("web_browser", |fixture| async move {
+        let app = App::embedded(&fixture, None).await;
+        assert!(app.web.set_search(service(&fixture)));
+        let browser = Browser::new();
+        let (email, password) = ("cho@example.com", "a long enough password 2");
+        register_via_outbox(&app, &browser, email, "Example Ltd", password).await;
+        let (_, session, _, _) =
+            sign_in_via_web(&app, &browser, "/signin?return_to=%2F", email, password).await;
+        let ip = data()
+            .reference
+            .records()
+            .find(|r| r.ip.is_ipv4())
+            .unwrap()
+            .ip
+            .to_string();
+        let out = tokio::process::Command::new("node")
+            .arg(suite_dir().join("search.mjs"))
+            .env("PERISCOPE_BASE", &app.origin)
+            .env("PERISCOPE_SESSION", &session)
+            .env("PERISCOPE_IP", &ip)
+            .env("PERISCOPE_BANNER", BANNER)
+            .env("PERISCOPE_CHROMIUM", chromium())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("node runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "the browser suite failed:\n{stdout}\n{stderr}"
+        );
+        assert!(stdout.contains("ok: no request left"), "{stdout}");
+        eprintln!("{stdout}");
+    })
+    .await;
+}
