@@ -1,5 +1,7 @@
 //! Server-rendered pages: the layout every page shares (the preview banner of spec §5, small
-//! inline CSS, no third-party request), escaping, and the response headers pages carry.
+//! inline CSS, no third-party request), escaping, and the response headers pages carry. The
+//! document shell, escaping and headers are public: the browser application (`periscope-web`)
+//! builds its pages on them, so both services answer alike.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -19,7 +21,7 @@ button{margin-top:1.2rem;padding:.55rem 1.2rem;font-size:1rem;background:#1f5fbf
 .field-error{color:#a11;font-size:.9rem;margin:.3rem 0 0}small{color:#555}";
 
 /// Escapes text for HTML element content and attribute values.
-pub(crate) fn escape(text: &str) -> String {
+pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -36,11 +38,17 @@ pub(crate) fn escape(text: &str) -> String {
 
 /// A complete page: `title` (plain text) and `body` (HTML, already escaped).
 pub(crate) fn page(status: StatusCode, title: &str, body: &str) -> Response {
+    document(status, title, STYLE, &format!("<main>{body}</main>"))
+}
+
+/// An HTML document: `title` (plain text), the inline `style`, the preview banner, then
+/// `content` (HTML, already escaped), with [`secure_headers`].
+pub fn document(status: StatusCode, title: &str, style: &str, content: &str) -> Response {
     let html = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <title>{title} · Periscope</title><style>{STYLE}</style></head><body>\
-         <div class=\"banner\" role=\"note\">{BANNER}</div><main>{body}</main></body></html>\n",
+         <title>{title} · Periscope</title><style>{style}</style></head><body>\
+         <div class=\"banner\" role=\"note\">{BANNER}</div>{content}</body></html>\n",
         title = escape(title),
     );
     let mut response = (status, html).into_response();
@@ -56,7 +64,7 @@ pub(crate) fn page(status: StatusCode, title: &str, body: &str) -> Response {
 /// Headers on every answer of the service: no caching (pages carry tokens), no referrer (a
 /// confirmation link must not leak through one), no framing, no sniffing, and a content
 /// security policy that allows nothing but the inline style.
-pub(crate) fn secure_headers(headers: &mut axum::http::HeaderMap) {
+pub fn secure_headers(headers: &mut axum::http::HeaderMap) {
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
     headers.insert(

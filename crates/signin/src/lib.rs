@@ -43,7 +43,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{ClientConfig, Config, DEFAULT_TERMS_VERSION, MailConfig};
 pub use email::{EmailAddress, EmailProblem, is_disposable};
 pub use error::{SetupError, StoreError};
-pub use html::BANNER;
+pub use html::{BANNER, document, escape, secure_headers};
 pub use password::{MAX_CHARS as PASSWORD_MAX_CHARS, MIN_CHARS as PASSWORD_MIN_CHARS};
 
 use config::Settings;

@@ -1,11 +1,12 @@
 //! Server-rendered pages: one layout with the preview banner of spec §5
-//! ([`periscope_signin::BANNER`]), the top bar with the account menu when signed in, and the
-//! headers every answer carries. Nothing is loaded from anywhere: the style is inline and the
+//! ([`periscope_signin::BANNER`]), the top bar with the account menu when signed in, on the
+//! sign-in service's document shell and headers ([`periscope_signin::document`]). Nothing is loaded from anywhere: the style is inline and the
 //! `Content-Security-Policy` allows nothing else.
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use periscope_signin::BANNER;
+use axum::http::StatusCode;
+use axum::response::Response;
+use periscope_signin::document;
+pub(crate) use periscope_signin::{escape, secure_headers};
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#1b1f24;background:#f6f7f9}\
 .banner{background:#fff4ce;border-bottom:1px solid #e6d48a;padding:.6rem 1rem;font-size:.9rem}\
@@ -18,22 +19,6 @@ main{max-width:40rem;margin:2rem auto;background:#fff;padding:1.5rem 2rem;border
 main.empty{min-height:12rem}h1{font-size:1.4rem;margin-top:0}\
 .button{display:inline-block;background:#0b57d0;color:#fff;border:0;border-radius:4px;padding:.55rem 1.1rem;font-size:1rem;text-decoration:none;cursor:pointer}\
 .note{color:#4a5260;font-size:.9rem}main.search{max-width:64rem}form.bar{display:flex;gap:.5rem}form.bar input{flex:1;font-size:1rem;padding:.5rem;border:1px solid #c9ced6;border-radius:4px}.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}.condition{margin-top:1rem;border-left:4px solid #c5221f;padding:.2rem 1rem}.condition h2{font-size:1.1rem}table{border-collapse:collapse;width:100%;margin-top:1rem;font-size:.9rem}th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #e3e6ea;vertical-align:top}.pages{margin-top:1rem;display:flex;gap:1rem}.host h2{font-family:monospace}";
-
-/// `s` with the HTML special characters escaped (text and attribute values).
-pub(crate) fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// Who the top bar shows: the signed-in address and the session's CSRF token (for the
 /// sign-out button in the account menu).
@@ -68,42 +53,7 @@ pub(crate) fn page(
             "<header class=\"top\"><a class=\"name\" href=\"/\">Periscope</a></header>".to_owned()
         }
     };
-    let html = format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <title>{title} · Periscope</title><style>{STYLE}</style></head><body>\
-         <div class=\"banner\" role=\"note\">{BANNER}</div>{bar}{body}</body></html>\n",
-        title = escape(title),
-    );
-    let mut response = (status, html).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    secure_headers(headers);
-    response
-}
-
-/// The headers every answer carries: no caching, no referrer, no framing, no sniffing, and a
-/// policy allowing nothing but the inline style.
-pub(crate) fn secure_headers(headers: &mut axum::http::HeaderMap) {
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'",
-        ),
-    );
+    document(status, title, STYLE, &format!("{bar}{body}"))
 }
 
 /// A page with a heading and paragraphs of text (escaped), inside `main`.
