@@ -1,9 +1,10 @@
 //! Server-rendered pages: one layout with the preview banner of spec §5
 //! ([`periscope_signin::BANNER`]), the top bar with the account menu when signed in, on the
-//! sign-in service's document shell and headers ([`periscope_signin::document`]). Nothing is loaded from anywhere: the style is inline and the
-//! `Content-Security-Policy` allows nothing else.
+//! sign-in service's document shell and headers ([`periscope_signin::document`]). Nothing is
+//! loaded from anywhere else: the style is inline, scripts come from `/assets/` and the
+//! `Content-Security-Policy` ([`CSP`]) allows only this origin.
 
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use periscope_signin::document;
 pub(crate) use periscope_signin::{escape, secure_headers};
@@ -27,12 +28,31 @@ pub(crate) struct TopBar<'a> {
     pub(crate) csrf: &'a str,
 }
 
-/// A page: the banner, the top bar (signed in) and `body` (already HTML).
+/// The content security policy of the application's pages: scripts, fetches and images from
+/// this origin only, the inline style, no framing, forms posted here only.
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; connect-src 'self'; \
+     img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; \
+     form-action 'self'";
+
+/// A page: the banner, the top bar (signed in) and `body` (already HTML), with the shared
+/// script (`app.js`).
 pub(crate) fn page(
     status: StatusCode,
     title: &str,
     top: Option<&TopBar<'_>>,
     body: &str,
+) -> Response {
+    page_with(status, title, top, body, &[])
+}
+
+/// [`page`] with further assets after `app.js`: stylesheets (`*.css`) and scripts, by their
+/// names under `/assets/`.
+pub(crate) fn page_with(
+    status: StatusCode,
+    title: &str,
+    top: Option<&TopBar<'_>>,
+    body: &str,
+    scripts: &[&str],
 ) -> Response {
     let bar = match top {
         Some(top) => format!(
@@ -53,7 +73,19 @@ pub(crate) fn page(
             "<header class=\"top\"><a class=\"name\" href=\"/\">Periscope</a></header>".to_owned()
         }
     };
-    document(status, title, STYLE, &format!("{bar}{body}"))
+    let mut names = vec!["app.js"];
+    names.extend_from_slice(scripts);
+    let mut response = document(
+        status,
+        title,
+        STYLE,
+        &format!("{bar}{body}{}", crate::assets::tags(&names)),
+    );
+    response.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    response
 }
 
 /// A page with a heading and paragraphs of text (escaped), inside `main`.

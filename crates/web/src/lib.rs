@@ -27,6 +27,7 @@
 //! - Every state-changing form carries the session's CSRF token; every page carries the
 //!   preview banner of spec §5 and loads nothing from anywhere.
 
+mod assets;
 mod html;
 mod oidc;
 mod routes;
@@ -253,6 +254,7 @@ impl Web {
     pub fn router(&self) -> Router {
         Router::new()
             .route("/", get(routes::pages::home))
+            .route("/assets/{name}", get(assets::asset))
             .route("/signin", get(routes::signin::sign_in))
             .route(CALLBACK_PATH, get(routes::signin::callback))
             .route("/signout", post(routes::signout::sign_out))

@@ -166,6 +166,46 @@ pub(crate) async fn require_session(
     })
 }
 
+/// [`require_session`] for the routes the pages' scripts fetch (fragments and JSON): without
+/// an active session the answer is a bare 401 with `X-Periscope-Session: ended`, and the
+/// session cookie is left alone, so the script reloads the page and the server shows "Your
+/// session expired" (or "Sign in to search") there, with a sign-in that returns to the page.
+#[allow(dead_code)] // the first fragment route (Selected host panel, Globe) uses it
+pub(crate) async fn require_session_fragment(
+    web: &Web,
+    headers: &HeaderMap,
+) -> Result<Signed, Response> {
+    let ended = || {
+        let mut response = (StatusCode::UNAUTHORIZED, "session ended").into_response();
+        response
+            .headers_mut()
+            .insert("x-periscope-session", HeaderValue::from_static("ended"));
+        html::secure_headers(response.headers_mut());
+        response
+    };
+    let inner = &web.inner;
+    let Some(session_id) = cookie_value(headers, SESSION_COOKIE) else {
+        return Err(ended());
+    };
+    let lookup = inner
+        .state
+        .web_session(&session_id, inner.now(), inner.idle_secs)
+        .await
+        .map_err(|e| internal("cannot read the session", &e))?;
+    let WebSessionLookup::Active(session) = lookup else {
+        return Err(ended());
+    };
+    match inner.state.account(session.account).await {
+        Ok(Some(account)) => Ok(Signed {
+            session_id,
+            session,
+            account,
+        }),
+        Ok(None) => Err(ended()),
+        Err(e) => Err(internal("cannot read the account", &e)),
+    }
+}
+
 pub(crate) fn sign_in_to_search(here: &str) -> Response {
     message(
         StatusCode::OK,

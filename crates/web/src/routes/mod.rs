@@ -2,6 +2,7 @@
 //! `/signed-out`), `search` (the search bar of `/`), `signin` (`/signin`, `/oidc/callback`), `signout`, `account`.
 
 pub(crate) mod account;
+pub(crate) mod globe;
 pub(crate) mod pages;
 pub(crate) mod search;
 pub(crate) mod signin;

@@ -29,6 +29,18 @@ pub(crate) struct Params {
     pub(crate) cursor: Option<String>,
     /// The page number shown (1 for the first).
     pub(crate) page: u32,
+    /// Results or Globe (`view=globe`).
+    pub(crate) view: View,
+}
+
+/// The two views of a search (spec §11): the host list (or host view), and the Globe.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum View {
+    /// The results: host view for an exact IP, host list otherwise. A charged search.
+    #[default]
+    Results,
+    /// The Globe (exposure only, free); for every supported search but a domain search.
+    Globe,
 }
 
 impl Params {
@@ -43,6 +55,7 @@ impl Params {
                 "q" => out.q = Some(v.into_owned()),
                 "cursor" if !v.is_empty() => out.cursor = Some(v.into_owned()),
                 "page" => out.page = v.parse().ok().filter(|p| *p >= 1).unwrap_or(1),
+                "view" if v == "globe" => out.view = View::Globe,
                 _ => {}
             }
         }
@@ -51,8 +64,15 @@ impl Params {
 }
 
 fn search_href(q: &str, cursor: Option<&str>, page: u32) -> String {
+    view_href(q, cursor, page, View::Results)
+}
+
+fn view_href(q: &str, cursor: Option<&str>, page: u32, view: View) -> String {
     let mut s = url::form_urlencoded::Serializer::new(String::new());
     s.append_pair("q", q);
+    if view == View::Globe {
+        s.append_pair("view", "globe");
+    }
     if let Some(c) = cursor {
         s.append_pair("cursor", c);
         s.append_pair("page", &page.to_string());
@@ -61,13 +81,46 @@ fn search_href(q: &str, cursor: Option<&str>, page: u32) -> String {
 }
 
 fn form(shown: &str) -> String {
+    form_in(shown, View::Results)
+}
+
+/// The search bar; in the Globe view it carries `view=globe`, so that another search submitted
+/// there stays in the Globe (a domain search still returns to Results).
+fn form_in(shown: &str, view: View) -> String {
+    let globe = if view == View::Globe {
+        "<input type=\"hidden\" name=\"view\" value=\"globe\">"
+    } else {
+        ""
+    };
     format!(
         "<form class=\"bar\" method=\"get\" action=\"/\" role=\"search\">\
          <label for=\"q\" class=\"visually-hidden\">Search</label>\
          <input id=\"q\" name=\"q\" type=\"search\" value=\"{}\" autocomplete=\"off\" \
-         placeholder=\"IP, CIDR, domain, AS number or filters (port:443 country:DE)\">\
+         placeholder=\"IP, CIDR, domain, AS number or filters (port:443 country:DE)\">{globe}\
          <button class=\"button\" type=\"submit\">Search</button></form>",
         escape(shown)
+    )
+}
+
+/// The Results / Globe switch of a search that has both (every kind but a domain search).
+fn views(text: &str, view: View) -> String {
+    let tab = |v: View, label: &str| {
+        if v == view {
+            format!(
+                "<a class=\"tab\" aria-current=\"page\" href=\"{}\">{label}</a>",
+                escape(&view_href(text, None, 1, v))
+            )
+        } else {
+            format!(
+                "<a class=\"tab\" href=\"{}\">{label}</a>",
+                escape(&view_href(text, None, 1, v))
+            )
+        }
+    };
+    format!(
+        "<nav class=\"views\" aria-label=\"Views\">{}{}</nav>",
+        tab(View::Results, "Results"),
+        tab(View::Globe, "Globe")
     )
 }
 
@@ -348,7 +401,19 @@ pub(crate) async fn search_section(
             return (status, form(entry) + &html);
         }
     };
-    let mut out = form(&text);
+    let view = if kind == QueryKind::Domain {
+        View::Results
+    } else {
+        params.view
+    };
+    let mut out = form_in(&text, view);
+    if kind != QueryKind::Domain {
+        out.push_str(&views(&text, view));
+    }
+    if view == View::Globe {
+        out.push_str(&crate::routes::globe::section(&text));
+        return (StatusCode::OK, out);
+    }
     let Some(service) = service else {
         let (status, html) = error_html(&ServiceError::Unavailable("no search service".into()));
         return (status, out + &html);

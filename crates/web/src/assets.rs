@@ -1,0 +1,92 @@
+//! The browser application's static assets, compiled into the binary and served at
+//! `/assets/{name}`: the application's own scripts (`assets/*.js`, progressive enhancement over
+//! server-rendered pages). Nothing is loaded from anywhere else.
+
+use axum::extract::Path;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+/// One asset: its name under `/assets/`, its media type and its bytes.
+struct Asset {
+    name: &'static str,
+    media_type: &'static str,
+    bytes: &'static [u8],
+}
+
+const JS: &str = "text/javascript; charset=utf-8";
+#[allow(dead_code)] // until the first stylesheet
+const CSS: &str = "text/css; charset=utf-8";
+
+const ASSETS: &[Asset] = &[Asset {
+    name: "app.js",
+    media_type: JS,
+    bytes: include_bytes!("../assets/app.js"),
+}];
+
+/// The path of an asset with the build's version, so that a new binary is never answered
+/// from a browser's cache of the old one.
+pub(crate) fn href(name: &str) -> String {
+    format!("/assets/{name}?v={}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The elements that load `names`, in order: a stylesheet link for `*.css`, a deferred
+/// `<script>` for anything else.
+pub(crate) fn tags(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| {
+            if n.ends_with(".css") {
+                format!("<link rel=\"stylesheet\" href=\"{}\">", href(n))
+            } else {
+                format!("<script src=\"{}\" defer></script>", href(n))
+            }
+        })
+        .collect()
+}
+
+/// `GET /assets/{name}`.
+pub(crate) async fn asset(Path(name): Path<String>) -> Response {
+    let Some(asset) = ASSETS.iter().find(|a| a.name == name) else {
+        return (StatusCode::NOT_FOUND, "no such asset").into_response();
+    };
+    let mut response = asset.bytes.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(asset.media_type),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=3600"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_asset_is_named_once_and_not_empty() {
+        for (i, a) in ASSETS.iter().enumerate() {
+            assert!(!a.bytes.is_empty(), "{} is empty", a.name);
+            assert!(
+                ASSETS[i + 1..].iter().all(|b| b.name != a.name),
+                "{} twice",
+                a.name
+            );
+        }
+    }
+
+    #[test]
+    fn hrefs_carry_the_version() {
+        assert_eq!(
+            href("app.js"),
+            format!("/assets/app.js?v={}", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}
