@@ -1,6 +1,8 @@
 //! The browser application's static assets, compiled into the binary and served at
 //! `/assets/{name}`: the application's own scripts (`assets/*.js`, progressive enhancement over
-//! server-rendered pages). Nothing is loaded from anywhere else.
+//! server-rendered pages) and the front-end packages `build.rs` installs from npm into
+//! `OUT_DIR` (the Globe's d3-array, d3-geo, topojson-client and world-atlas outlines). Nothing
+//! is loaded from anywhere else.
 
 use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -14,14 +16,59 @@ struct Asset {
 }
 
 const JS: &str = "text/javascript; charset=utf-8";
-#[allow(dead_code)] // until the first stylesheet
 const CSS: &str = "text/css; charset=utf-8";
+const JSON: &str = "application/json";
 
-const ASSETS: &[Asset] = &[Asset {
-    name: "app.js",
-    media_type: JS,
-    bytes: include_bytes!("../assets/app.js"),
-}];
+/// A file of the npm packages `build.rs` installed into `OUT_DIR`.
+macro_rules! npm {
+    ($path:literal) => {
+        include_bytes!(concat!(env!("OUT_DIR"), "/node_modules/", $path))
+    };
+}
+
+const ASSETS: &[Asset] = &[
+    Asset {
+        name: "app.js",
+        media_type: JS,
+        bytes: include_bytes!("../assets/app.js"),
+    },
+    // The Globe (routes/globe.rs): its script and style, and the packages it draws with.
+    Asset {
+        name: "globe.js",
+        media_type: JS,
+        bytes: include_bytes!("../assets/globe.js"),
+    },
+    Asset {
+        name: "globe.css",
+        media_type: CSS,
+        bytes: include_bytes!("../assets/globe.css"),
+    },
+    Asset {
+        name: "d3-array.min.js",
+        media_type: JS,
+        bytes: npm!("d3-array/dist/d3-array.min.js"),
+    },
+    Asset {
+        name: "d3-geo.min.js",
+        media_type: JS,
+        bytes: npm!("d3-geo/dist/d3-geo.min.js"),
+    },
+    Asset {
+        name: "topojson-client.min.js",
+        media_type: JS,
+        bytes: npm!("topojson-client/dist/topojson-client.min.js"),
+    },
+    Asset {
+        name: "land-110m.json",
+        media_type: JSON,
+        bytes: npm!("world-atlas/land-110m.json"),
+    },
+    Asset {
+        name: "land-50m.json",
+        media_type: JSON,
+        bytes: npm!("world-atlas/land-50m.json"),
+    },
+];
 
 /// The path of an asset with the build's version, so that a new binary is never answered
 /// from a browser's cache of the old one.

@@ -24,6 +24,10 @@
 //!   ran and the results: the host view for an exact IP, a host list with a next page otherwise.
 //!   [`Web::set_search`] gives the application its service; without one the page says the
 //!   search is temporarily unavailable.
+//! - `/?q=…&view=globe` is the Globe view of a search (spec §12, not for domain searches): a
+//!   canvas globe drawn by `assets/globe.js` with the npm packages `build.rs` builds in, fed
+//!   by `GET /app/exposure` (the API's exposure answer, free of charge) level by level as the
+//!   user zooms in.
 //! - Every state-changing form carries the session's CSRF token; every page carries the
 //!   preview banner of spec §5 and loads nothing from anywhere.
 
@@ -255,6 +259,7 @@ impl Web {
         Router::new()
             .route("/", get(routes::pages::home))
             .route("/assets/{name}", get(assets::asset))
+            .route("/app/exposure", get(routes::globe::exposure))
             .route("/signin", get(routes::signin::sign_in))
             .route(CALLBACK_PATH, get(routes::signin::callback))
             .route("/signout", post(routes::signout::sign_out))

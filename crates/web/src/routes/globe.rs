@@ -1,11 +1,233 @@
-//! The Globe view of a search (spec §12): exposure only, free of charge.
+//! The Globe view of a search (spec §11–§12): exposure only, free of charge. [`section`] renders
+//! the Globe's markup inside the search page (a canvas with an accessible name, zoom buttons,
+//! the Global / Regional / Local indicator, the totals, a loading indicator, an error notice
+//! and the list of the clusters shown); `assets/globe.js` draws it and asks
+//! `GET /app/exposure` ([`exposure`]) for each level of detail as the user zooms in. The JSON
+//! is the API's exposure answer ([`ExposureResponse`]) run through the same
+//! [`SearchService::exposure`](periscope_service::SearchService::exposure) with the signed-in
+//! account as caller; a refusal is `{title, message}` in the spec's web wording with the API's
+//! status.
 
-use crate::html::escape;
+use axum::extract::State as AxumState;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use periscope_api_types::ExposureResponse;
+use periscope_service::{Caller, ExposureRequest, ServiceError};
+use periscope_state::Channel;
+
+use crate::Web;
+use crate::assets::href;
+use crate::html::{escape, secure_headers};
+use crate::routes::search::error_wording;
+use crate::session::{random_token, require_session_fragment};
+
+/// The assets a page with the Globe loads after `app.js`, in order.
+pub(crate) const ASSETS: &[&str] = &[
+    "globe.css",
+    "d3-array.min.js",
+    "d3-geo.min.js",
+    "topojson-client.min.js",
+    "globe.js",
+];
+
+/// How long the script waits for a level of detail before it says the search timed out.
+pub(crate) const TIMEOUT_MS: u32 = 10_000;
 
 /// The Globe section for the prefixed query `text`.
 pub(crate) fn section(text: &str) -> String {
     format!(
-        "<section class=\"globe\" aria-label=\"Globe\" data-query=\"{}\"></section>",
-        escape(text)
+        "<section class=\"globe\" aria-label=\"Globe\" data-query=\"{query}\" \
+         data-endpoint=\"/app/exposure\" data-timeout-ms=\"{TIMEOUT_MS}\" \
+         data-land=\"{land}\" data-land-fine=\"{land_fine}\">\
+         <div class=\"globe-bar\">\
+         <p class=\"globe-totals\" aria-live=\"polite\">Loading the Globe…</p>\
+         <ol class=\"globe-levels\" aria-label=\"Detail\">\
+         <li data-level=\"global\" aria-current=\"true\">Global</li>\
+         <li data-level=\"regional\">Regional</li>\
+         <li data-level=\"local\">Local</li></ol>\
+         <div class=\"globe-zoom\" role=\"group\" aria-label=\"Zoom\">\
+         <button type=\"button\" class=\"button\" data-zoom=\"in\" aria-label=\"Zoom in\" disabled>+</button>\
+         <button type=\"button\" class=\"button\" data-zoom=\"out\" aria-label=\"Zoom out\" disabled>−</button>\
+         </div></div>\
+         <div class=\"globe-stage\">\
+         <canvas tabindex=\"0\" role=\"img\" width=\"640\" height=\"640\" \
+         aria-label=\"Globe of where the matching hosts are. Drag or use the arrow keys to turn \
+         it; the + and − keys or the wheel zoom in and out. The clusters are listed below.\"\
+         ></canvas>\
+         <p class=\"globe-loading\" role=\"status\"><span class=\"spinner\" aria-hidden=\"true\">\
+         </span><span class=\"globe-loading-text\">Loading Global detail…</span></p></div>\
+         <div class=\"globe-error\" role=\"alert\"></div>\
+         <p class=\"note globe-bounded\" hidden>More than 500 clusters match at this detail: \
+         only the 500 largest are drawn. The totals count every matching host.</p>\
+         <noscript><p class=\"note\">The Globe needs JavaScript. The Results view lists the \
+         matching hosts without it.</p></noscript>\
+         <table class=\"globe-clusters\"><caption>Clusters in view, most hosts first</caption>\
+         <thead><tr><th scope=\"col\">Cluster</th><th scope=\"col\">Hosts</th>\
+         <th scope=\"col\">Services</th></tr></thead><tbody></tbody></table>\
+         </section>",
+        query = escape(text),
+        land = escape(&href("land-110m.json")),
+        land_fine = escape(&href("land-50m.json")),
     )
+}
+
+/// The parameters of `GET /app/exposure`.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Params {
+    q: String,
+    resolution: String,
+}
+
+impl Params {
+    /// Reads `q` and `resolution` (default `global`, as in the API); anything else is ignored.
+    fn parse(query: Option<&str>) -> Self {
+        let mut out = Self {
+            q: String::new(),
+            resolution: "global".into(),
+        };
+        for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            match &*k {
+                "q" => out.q = v.into_owned(),
+                "resolution" => out.resolution = v.into_owned(),
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+fn json(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    secure_headers(headers);
+    response
+}
+
+/// The `{title, message}` body of a refusal: the first condition's title, and every sentence.
+fn error_body(e: &ServiceError) -> (StatusCode, String) {
+    let (status, conditions) = error_wording(e);
+    let title = conditions
+        .first()
+        .map_or("Search is temporarily unavailable", |(t, _)| *t);
+    let message = conditions
+        .iter()
+        .flat_map(|(_, lines)| lines.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let body = serde_json::json!({ "title": title, "message": message });
+    (status, body.to_string())
+}
+
+/// `GET /app/exposure?q=<prefixed query>&resolution=global|regional|local`: the exposure of
+/// the query at that level, free of charge.
+pub(crate) async fn exposure(
+    AxumState(web): AxumState<Web>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let signed = match require_session_fragment(&web, &headers).await {
+        Ok(signed) => signed,
+        Err(response) => return response,
+    };
+    let params = Params::parse(uri.query());
+    let Some(service) = web.inner.search.get() else {
+        let (status, body) = error_body(&ServiceError::Unavailable("no search service".into()));
+        return json(status, body);
+    };
+    let caller = Caller {
+        account: signed.account,
+        key: None,
+        channel: Channel::Web,
+    };
+    let request_id = random_token().unwrap_or_else(|_| "web".into());
+    let answer = service
+        .exposure(
+            &caller,
+            &request_id,
+            ExposureRequest {
+                query: &params.q,
+                resolution: &params.resolution,
+            },
+        )
+        .await;
+    match answer {
+        Ok(exposure) => {
+            let response = ExposureResponse::new(request_id, &exposure);
+            match serde_json::to_string(&response) {
+                Ok(body) => json(StatusCode::OK, body),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot encode an exposure");
+                    let (status, body) = error_body(&ServiceError::Unavailable("encoding".into()));
+                    json(status, body)
+                }
+            }
+        }
+        Err(e) => {
+            let (status, body) = error_body(&e);
+            json(status, body)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use periscope_service::FieldViolation;
+
+    #[test]
+    fn params_default_to_global() {
+        let p = Params::parse(Some("q=port%3A443&x=1"));
+        assert_eq!(
+            (p.q.as_str(), p.resolution.as_str()),
+            ("port:443", "global")
+        );
+        let p = Params::parse(Some("resolution=local&q=asn%3A1"));
+        assert_eq!((p.q.as_str(), p.resolution.as_str()), ("asn:1", "local"));
+    }
+
+    #[test]
+    fn refusals_carry_the_spec_wording() {
+        let (status, body) = error_body(&ServiceError::Timeout);
+        assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        assert_eq!(v["title"], "Search timed out", "{body}");
+        assert!(
+            v["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{body}"
+        );
+        let (status, body) = error_body(&ServiceError::Invalid(vec![FieldViolation {
+            field: "query",
+            code: "exposure_not_supported",
+            detail: "domain searches have no Globe view".into(),
+        }]));
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        assert_eq!(v["title"], "Globe view not available", "{body}");
+        assert_eq!(v["message"], "domain searches have no Globe view");
+    }
+
+    #[test]
+    fn the_section_escapes_the_query_and_names_its_parts() {
+        let html = section("product:\"a<b\"");
+        assert!(
+            html.contains("data-query=\"product:&quot;a&lt;b&quot;\""),
+            "{html}"
+        );
+        for part in [
+            "<canvas",
+            "aria-label=\"Zoom in\"",
+            "aria-label=\"Zoom out\"",
+            "role=\"alert\"",
+            "<noscript>",
+            "class=\"globe-clusters\"",
+            "data-timeout-ms=\"10000\"",
+        ] {
+            assert!(html.contains(part), "{part} in {html}");
+        }
+    }
 }

@@ -6,8 +6,8 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 
 use crate::Web;
-use crate::html::{message, page};
-use crate::routes::search;
+use crate::html::{message, page_with};
+use crate::routes::{globe, search};
 use crate::session::*;
 
 pub(crate) async fn home(AxumState(web): AxumState<Web>, headers: HeaderMap, uri: Uri) -> Response {
@@ -20,11 +20,19 @@ pub(crate) async fn home(AxumState(web): AxumState<Web>, headers: HeaderMap, uri
                 Some(q) if !q.is_empty() => "Search results",
                 _ => "Search",
             };
-            page(
+            // The Globe's script and packages (unused, and harmless, if a domain search
+            // returned to Results).
+            let assets: &[&str] = if params.view == search::View::Globe {
+                globe::ASSETS
+            } else {
+                &[]
+            };
+            page_with(
                 status,
                 title,
                 Some(&signed.top()),
                 &format!("<main class=\"search\" aria-label=\"Search\">{section}</main>"),
+                assets,
             )
         }
         Err(page) => page,

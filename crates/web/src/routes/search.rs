@@ -146,17 +146,23 @@ fn violation_title(v: &FieldViolation) -> &'static str {
 
 /// The spec's wording of a refused or failed search, and the page's status.
 pub(crate) fn error_html(e: &ServiceError) -> (StatusCode, String) {
+    let (status, conditions) = error_wording(e);
+    let html = conditions.iter().map(|(t, l)| condition(t, l)).collect();
+    (status, html)
+}
+
+/// The status and the spec's wording of a refused or failed search or exposure: one title
+/// with its sentences per condition (one per violation of an invalid query). Shared by the
+/// pages ([`error_html`]) and the Globe's JSON (`routes::globe`).
+pub(crate) fn error_wording(e: &ServiceError) -> (StatusCode, Vec<(&'static str, Vec<String>)>) {
     use ServiceError as E;
     let (status, title, lines): (StatusCode, &str, Vec<String>) = match e {
         E::Invalid(violations) => {
-            let mut out = String::new();
-            for v in violations {
-                out.push_str(&condition(
-                    violation_title(v),
-                    std::slice::from_ref(&v.detail),
-                ));
-            }
-            return (StatusCode::UNPROCESSABLE_ENTITY, out);
+            let conditions = violations
+                .iter()
+                .map(|v| (violation_title(v), vec![v.detail.clone()]))
+                .collect();
+            return (StatusCode::UNPROCESSABLE_ENTITY, conditions);
         }
         E::LimitReached(usage) => (
             StatusCode::TOO_MANY_REQUESTS,
@@ -222,7 +228,7 @@ pub(crate) fn error_html(e: &ServiceError) -> (StatusCode, String) {
             vec!["Try again shortly; nothing was charged.".into()],
         ),
     };
-    (status, condition(title, &lines))
+    (status, vec![(title, lines)])
 }
 
 fn network(host: &Host) -> String {
