@@ -125,6 +125,7 @@ try {
   const globalList = await clusters();
   check(globalList.length > 0, `the clusters in view are listed (${globalList.length})`);
   check(await page.locator('canvas[aria-label]').count() === 1, 'the canvas has an accessible name');
+  check(!(await page.locator('.globe-bounded').isVisible()), 'complete locations: no bounded note');
   await page.screenshot({ path: path.join(artifacts, 'globe-global.png'), fullPage: true });
 
   // Labels: the dominant country's name and how many more, in this page's list; computed here
@@ -238,6 +239,7 @@ try {
     rewrite: (json) => {
       const most = Math.max(...json.locations.map((l) => l.unique_hosts));
       json.locations.unshift({ key: '4/8/5', latitude: 30.44, longitude: 10.26, unique_hosts: most + 1, service_count: 7 });
+      json.locations_relation = 'bounded';
       return json;
     },
   };
@@ -245,6 +247,7 @@ try {
   inject = null;
   const first = (await clusters())[0] || '';
   check(first.startsWith('30.4° N, 10.3° E\t'), `a cluster without a country reads "30.4° N, 10.3° E" (${first})`);
+  check(await page.locator('.globe-bounded').isVisible(), 'bounded locations: the note says only the 500 largest are drawn');
 
   // Another search in the Globe stays in the Globe, at Global detail.
   await page.click('[data-zoom=in]');
