@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::{env, fs};
 
-/// The files `src/assets.rs` embeds, relative to `OUT_DIR`.
+/// The files `src/assets.rs` embeds, relative to `OUT_DIR`. (`NPM` names another npm.)
 const EMBEDDED: &[&str] = &[
     "node_modules/d3-array/dist/d3-array.min.js",
     "node_modules/d3-geo/dist/d3-geo.min.js",
@@ -34,6 +34,7 @@ fn main() {
     for name in ["package.json", "package-lock.json"] {
         println!("cargo:rerun-if-changed=assets/{name}");
     }
+    println!("cargo:rerun-if-env-changed=NPM");
     let lock = read(&assets.join("package-lock.json"));
     // The lock of the last successful `npm ci`, written only after it succeeded.
     let stamp = out.join("built-package-lock.json");
