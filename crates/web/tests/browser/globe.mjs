@@ -160,6 +160,18 @@ try {
   await until('the globe turns', async () => (await canvasImage()) !== before);
   check(true, 'ArrowLeft turns the globe');
   await page.keyboard.press('ArrowRight');
+  await until('the globe turns back', async () => (await canvasImage()) === before);
+
+  // Dragging turns it too.
+  const box = await page.locator('section.globe canvas').boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width / 2 + 80, box.y + box.height / 2 + 30, { steps: 4 });
+  await page.mouse.up();
+  await until('the globe turns by dragging', async () => (await canvasImage()) !== before);
+  check(true, 'dragging turns the globe');
+  const dragged = await clusters();
+  check(dragged.length > 0, 'the list follows the clusters in view');
 
   // Zoom in by the buttons: Regional is asked for past the threshold, once.
   await page.click('[data-zoom=in]');
@@ -184,7 +196,7 @@ try {
   await until('Global detail again', async () => (await shown()) === 'global');
   await sleep(500);
   check(levels() === 'global,regional,local', `zooming out asks for nothing again (${levels()})`);
-  check(JSON.stringify(await clusters()) === JSON.stringify(globalList), 'the Global clusters are back');
+  check(JSON.stringify(await clusters()) === JSON.stringify(dragged), 'the Global clusters are back');
   check(await page.locator('[data-zoom=out]').isDisabled(), 'zoom out stops at the whole globe');
 
   // A finer level that fails: the Global map stays, the notice says why; zooming again retries.
