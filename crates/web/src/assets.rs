@@ -1,6 +1,6 @@
 //! The browser application's static assets, compiled into the binary and served at
 //! `/assets/{name}`: the application's own scripts (`assets/*.js`, progressive enhancement over
-//! server-rendered pages). Nothing is loaded from anywhere else.
+//! server-rendered pages) and stylesheets (`assets/*.css`). Nothing is loaded from anywhere else.
 
 use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -14,14 +14,26 @@ struct Asset {
 }
 
 const JS: &str = "text/javascript; charset=utf-8";
-#[allow(dead_code)] // until the first stylesheet
 const CSS: &str = "text/css; charset=utf-8";
 
-const ASSETS: &[Asset] = &[Asset {
-    name: "app.js",
-    media_type: JS,
-    bytes: include_bytes!("../assets/app.js"),
-}];
+const ASSETS: &[Asset] = &[
+    Asset {
+        name: "app.js",
+        media_type: JS,
+        bytes: include_bytes!("../assets/app.js"),
+    },
+    // The account menu and the pages behind it (on every page: the menu is in the top bar).
+    Asset {
+        name: "account.js",
+        media_type: JS,
+        bytes: include_bytes!("../assets/account.js"),
+    },
+    Asset {
+        name: "account.css",
+        media_type: CSS,
+        bytes: include_bytes!("../assets/account.css"),
+    },
+];
 
 /// The path of an asset with the build's version, so that a new binary is never answered
 /// from a browser's cache of the old one.

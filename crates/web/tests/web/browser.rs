@@ -15,16 +15,16 @@ use crate::journey::{register_via_outbox, sign_in_via_web};
 use crate::search::{data, service};
 use crate::support::*;
 
-fn suite_dir() -> PathBuf {
+pub(crate) fn suite_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser")
 }
 
-fn chromium() -> PathBuf {
+pub(crate) fn chromium() -> PathBuf {
     std::env::var_os("PERISCOPE_CHROMIUM").map_or_else(|| "/usr/bin/chromium".into(), PathBuf::from)
 }
 
 /// Whether Chromium and `playwright-core` are there; outside CI a missing one skips.
-fn ready() -> bool {
+pub(crate) fn ready() -> bool {
     let dir = suite_dir();
     let why = if !chromium().exists() {
         format!(

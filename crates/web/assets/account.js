@@ -1,0 +1,85 @@
+// Periscope: the account menu and the pages behind it. The pages work without it; with it,
+// the reset time of the ring is shown in the viewer's time zone, Escape closes the menu, the
+// problem report counts its characters as they are typed, and a new API key can be copied.
+'use strict';
+
+(function () {
+  // The reset time: the server renders it in UTC (<time datetime="…Z" data-local-time>);
+  // here it becomes the viewer's local time, with the time zone named.
+  function localTimes() {
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    const format = new Intl.DateTimeFormat(undefined, {
+      hour: '2-digit', minute: '2-digit', hourCycle: 'h23',
+    });
+    for (const el of document.querySelectorAll('time[data-local-time]')) {
+      const when = new Date(el.getAttribute('datetime'));
+      if (Number.isNaN(when.getTime())) continue;
+      el.textContent = `${format.format(when)} (${zone})`;
+      el.title = when.toISOString();
+    }
+  }
+
+  // The account menu is a <details>: Enter and Space open it natively; Escape closes it and
+  // returns the focus to its summary, and a click elsewhere closes it.
+  function menu() {
+    const details = document.querySelector('details.menu');
+    if (!details) return;
+    const summary = details.querySelector('summary');
+    details.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape' && details.open) {
+        details.open = false;
+        summary.focus();
+      }
+    });
+    document.addEventListener('click', (event) => {
+      if (details.open && !details.contains(event.target)) details.open = false;
+    });
+  }
+
+  // "N of 4,000 characters" under the problem report, counted as the server counts them
+  // (characters, not bytes or UTF-16 units; a line break is one).
+  function counter() {
+    const area = document.querySelector('textarea[data-counter]');
+    if (!area) return;
+    const out = document.getElementById(area.getAttribute('data-counter'));
+    const max = Number(area.getAttribute('data-max'));
+    const number = new Intl.NumberFormat('en');
+    const update = () => {
+      const n = [...area.value.replace(/\r\n/g, '\n')].length;
+      out.textContent = `${number.format(n)} of ${number.format(max)} characters`;
+      out.classList.toggle('over', n > max);
+    };
+    area.addEventListener('input', update);
+    update();
+  }
+
+  // The copy button of a new API key (hidden without script: the key is selectable text).
+  function copy() {
+    for (const button of document.querySelectorAll('button[data-copy]')) {
+      const source = document.getElementById(button.getAttribute('data-copy'));
+      const status = document.getElementById(button.getAttribute('data-status'));
+      if (!source || !status || !navigator.clipboard) continue;
+      button.hidden = false;
+      button.addEventListener('click', async () => {
+        try {
+          await navigator.clipboard.writeText(source.textContent.trim());
+          status.textContent = 'Copied';
+        } catch (e) {
+          status.textContent = 'Copying failed: select the key and copy it by hand.';
+        }
+      });
+    }
+  }
+
+  function start() {
+    localTimes();
+    menu();
+    counter();
+    copy();
+  }
+  if (document.readyState === 'loading') {
+    document.addEventListener('DOMContentLoaded', start);
+  } else {
+    start();
+  }
+})();
