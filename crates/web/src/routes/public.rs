@@ -209,19 +209,22 @@ fn markdown(text: &str) -> String {
         } else if in_list && !trimmed.is_empty() && line.starts_with(' ') {
             item.push(trimmed);
         } else {
-            flush(&mut out, &mut paragraph, &mut item);
             if in_list {
+                flush(&mut out, &mut paragraph, &mut item);
                 out.push_str("</ul>");
                 in_list = false;
             }
             let level = trimmed.chars().take_while(|c| *c == '#').count();
-            if level > 0 && trimmed[level..].starts_with(' ') {
+            if trimmed.is_empty() {
+                flush(&mut out, &mut paragraph, &mut item);
+            } else if level > 0 && trimmed[level..].starts_with(' ') {
+                flush(&mut out, &mut paragraph, &mut item);
                 let level = level.min(6);
                 out.push_str(&format!(
                     "<h{level}>{}</h{level}>",
                     inline(trimmed[level..].trim())
                 ));
-            } else if !trimmed.is_empty() {
+            } else {
                 paragraph.push(trimmed);
             }
         }
