@@ -39,7 +39,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, "web", include_str!("../migrations/0002_web.sql")),
     (
         3,
-        "key prefix",
+        "key_prefix",
         include_str!("../migrations/0003_key_prefix.sql"),
     ),
 ];

@@ -71,11 +71,34 @@
     }
   }
 
+  // A form being sent says so and cannot be sent twice (one key per click).
+  function busyForms() {
+    for (const form of document.querySelectorAll('form[data-busy]')) {
+      const button = form.querySelector('button[type=submit]');
+      const label = button && button.textContent;
+      form.addEventListener('submit', () => {
+        form.setAttribute('aria-busy', 'true');
+        if (button) {
+          button.disabled = true;
+          button.textContent = form.getAttribute('data-busy');
+        }
+      });
+      // Back to this page from the browser's cache: the form can be sent again.
+      window.addEventListener('pageshow', (event) => {
+        if (!event.persisted || !button) return;
+        form.removeAttribute('aria-busy');
+        button.disabled = false;
+        button.textContent = label;
+      });
+    }
+  }
+
   function start() {
     localTimes();
     menu();
     counter();
     copy();
+    busyForms();
   }
   if (document.readyState === 'loading') {
     document.addEventListener('DOMContentLoaded', start);

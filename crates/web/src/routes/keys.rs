@@ -61,7 +61,7 @@ fn key_list(keys: &[KeyInfo]) -> String {
         return "<p class=\"note\" id=\"no-keys\">You have no API keys yet.</p>".into();
     }
     let mut out = String::from(
-        "<table class=\"keys\"><caption class=\"visually-hidden\">Your API keys</caption>\
+        "<div class=\"table-scroll\"><table class=\"keys\"><caption class=\"visually-hidden\">Your API keys</caption>\
          <thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Prefix</th>\
          <th scope=\"col\">Created</th><th scope=\"col\">Last used</th>\
          <th scope=\"col\">Status</th></tr></thead><tbody>",
@@ -94,7 +94,7 @@ fn key_list(keys: &[KeyInfo]) -> String {
             created = escape(&when(k.created_at)),
         ));
     }
-    out.push_str("</tbody></table>");
+    out.push_str("</tbody></table></div>");
     out
 }
 
@@ -151,7 +151,8 @@ async fn api_access_page(web: &Web, signed: &Signed, view: View<'_>) -> Response
         )
     });
     body.push_str(&format!(
-        "<h2>Create key</h2>{error}<form method=\"post\" action=\"/api-access/keys\" class=\"create-key\">\
+        "<h2>Create key</h2>{error}<form method=\"post\" action=\"/api-access/keys\" class=\"create-key\" \
+         data-busy=\"Creating…\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <label class=\"field\" for=\"key-name\">Name (optional, to tell keys apart)</label>\
          <input class=\"text\" id=\"key-name\" name=\"name\" type=\"text\" maxlength=\"{max}\" \
@@ -307,7 +308,8 @@ pub(crate) async fn confirm(
     let body = format!(
         "<main><h1>Revoke this key?</h1><p>Revoke the key {label}? It stops working at once: a \
          script using it fails on its next request. This cannot be undone.</p>\
-         <form method=\"post\" action=\"/api-access/keys/{id}/revoke\" class=\"actions\">\
+         <form method=\"post\" action=\"/api-access/keys/{id}/revoke\" class=\"actions\" \
+         data-busy=\"Revoking…\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <button class=\"button danger\" type=\"submit\">Revoke key</button>\
          <a class=\"button secondary\" href=\"/api-access\">Keep the key</a></form></main>",

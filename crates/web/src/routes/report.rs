@@ -74,7 +74,7 @@ fn form_page(signed: &Signed, status: StatusCode, text: &str, error: Option<&str
          <p>Tell us what went wrong or what is missing: what you did, what you expected and what \
          happened. Reports receive no individual reply, and attachments are not accepted.</p>\
          {error_html}\
-         <form method=\"post\" action=\"/report-a-problem\" class=\"report\">\
+         <form method=\"post\" action=\"/report-a-problem\" class=\"report\" data-busy=\"Sending…\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <label class=\"field\" for=\"description\">Description (at most {max} characters)</label>\
          <textarea id=\"description\" name=\"description\" maxlength=\"{max_raw}\" required \

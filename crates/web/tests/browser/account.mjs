@@ -135,8 +135,17 @@ try {
   check((await row.innerText()).includes('Revoked'), 'the list says revoked');
   console.log('revoked: yes');
 
-  // A phone's width: the open menu stays on the screen.
+  // A phone's width: these pages fit without scrolling sideways, and the open menu stays on
+  // the screen.
   await page.setViewportSize({ width: 390, height: 800 });
+  for (const path of ['/api-access', '/report-a-problem', '/quickstart', '/release-notes']) {
+    await page.goto(base + path);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    const wide = width <= 390 ? '' : await page.evaluate(() => [...document.querySelectorAll('body *')]
+      .filter((e) => e.getBoundingClientRect().right > 390)
+      .map((e) => `${e.tagName.toLowerCase()}.${e.className}`).slice(0, 8).join(' '));
+    check(width <= 390, `${path} fits 390 px (${width}${wide ? `: ${wide}` : ''})`);
+  }
   await page.goto(base + '/');
   await page.locator('details.menu > summary').click();
   const box = await page.locator('details.menu nav').boundingBox();
