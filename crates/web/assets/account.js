@@ -1,6 +1,7 @@
 // Periscope: the account menu and the pages behind it. The pages work without it; with it,
-// the reset time of the ring is shown in the viewer's time zone, Escape closes the menu, the
-// problem report counts its characters as they are typed, and a new API key can be copied.
+// the top bar's "Sign in" returns to the page it was on, the reset time of the ring is shown in
+// the viewer's time zone, Escape closes the menu, the problem report counts its characters as
+// they are typed, forms being sent say so, and a new API key can be copied.
 'use strict';
 
 (function () {
@@ -93,7 +94,16 @@
     }
   }
 
+  // The top bar's "Sign in" (without a session) returns to this page after signing in.
+  function signInHere() {
+    const link = document.querySelector('header.top a.signin');
+    if (!link) return;
+    const here = window.location.pathname + window.location.search;
+    link.href = `/signin?return_to=${encodeURIComponent(here)}`;
+  }
+
   function start() {
+    signInHere();
     localTimes();
     menu();
     counter();

@@ -162,7 +162,8 @@ try {
     check(response.status() === 200, `${path} answers without a session`);
     check((await pub.locator('h1').innerText()).trim() === heading, `${path} shows "${heading}"`);
     check((await pub.locator('.banner').innerText()).trim() === banner, `${path} has the banner`);
-    check(await pub.locator('header a.signin').count() === 1, `${path} offers "Sign in"`);
+    const signIn = await pub.locator('header a.signin').getAttribute('href');
+    check(signIn === `/signin?return_to=${encodeURIComponent(path)}`, `${path} offers "Sign in" back to it (${signIn})`);
     check(await pub.locator('details.menu').count() === 0, `${path} has no account menu`);
   }
   await pub.goto(base + '/quickstart');
