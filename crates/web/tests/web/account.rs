@@ -207,6 +207,9 @@ async fn public_pages_quickstart_commands_and_the_ring() {
                 );
             }
         }
+        let terms = browser.get(&app.url("/terms")).await;
+        assert_eq!(terms.status, 303);
+        assert_eq!(terms.location(), "/auth/terms");
         // A results page shows the allowance after its own search.
         let results = browser.get(&app.url("/?q=port%3A443")).await;
         assert_eq!(results.status, 200, "{}", results.body);
