@@ -37,10 +37,15 @@ pub(crate) use on_db;
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "initial", include_str!("../migrations/0001_initial.sql")),
     (2, "web", include_str!("../migrations/0002_web.sql")),
+    (
+        3,
+        "key_prefix",
+        include_str!("../migrations/0003_key_prefix.sql"),
+    ),
 ];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 /// How long a statement waits for the SQLite write lock, or for a free pooled connection.
 const WAIT: Duration = Duration::from_secs(15);

@@ -28,6 +28,9 @@ pub const API_KEY_LEN: usize = PREFIX.len() + SECRET_LEN + CHECK_LEN;
 /// request and one write per minute.
 const LAST_USED_GRANULARITY: i64 = 60;
 
+/// The characters of a key kept visible for its owner: `psk_` and 8 of the random ones.
+pub const KEY_PREFIX_LEN: usize = PREFIX.len() + 8;
+
 /// Key names are optional, trimmed, and at most this many characters.
 pub const KEY_NAME_MAX_CHARS: usize = 100;
 
@@ -112,6 +115,9 @@ pub struct KeyInfo {
     pub account: AccountId,
     /// Its name, if one was given.
     pub name: Option<String>,
+    /// Its first [`KEY_PREFIX_LEN`] characters, to tell keys apart (`None` for keys created
+    /// before schema version 3).
+    pub prefix: Option<String>,
     /// When it was created.
     pub created_at: Timestamp,
     /// When it was last used (to the minute).
@@ -148,14 +154,23 @@ fn key_name(name: Option<&str>) -> Result<Option<String>> {
     Ok(Some(name.to_owned()))
 }
 
-type KeyRow = (i64, i64, Option<String>, i64, Option<i64>, Option<i64>);
+type KeyRow = (
+    i64,
+    i64,
+    Option<String>,
+    Option<String>,
+    i64,
+    Option<i64>,
+    Option<i64>,
+);
 
 fn key_from_row(row: KeyRow) -> Result<KeyInfo> {
-    let (id, account, name, created, last_used, revoked) = row;
+    let (id, account, name, prefix, created, last_used, revoked) = row;
     Ok(KeyInfo {
         id: KeyId(id),
         account: AccountId::from_i64(account),
         name,
+        prefix,
         created_at: timestamp(created, "api_keys.created_at")?,
         last_used_at: last_used
             .map(|t| timestamp(t, "api_keys.last_used_at"))
@@ -177,15 +192,17 @@ impl State {
         let name = key_name(name)?;
         let key = ApiKey::generate()?;
         let id = random::id()?;
+        let prefix = key.expose()[..KEY_PREFIX_LEN].to_owned();
         on_db!(&self.db, |pool| {
             sqlx::query(
-                "INSERT INTO api_keys (id, account_id, digest, name, created_at) \
-                 VALUES ($1, $2, $3, $4, $5)",
+                "INSERT INTO api_keys (id, account_id, digest, name, prefix, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .bind(id)
             .bind(account.as_i64())
             .bind(digest(key.expose()))
             .bind(&name)
+            .bind(&prefix)
             .bind(now.unix())
             .execute(pool)
             .await
@@ -195,6 +212,7 @@ impl State {
             id: KeyId(id),
             account,
             name,
+            prefix: Some(prefix),
             created_at: now,
             last_used_at: None,
             revoked_at: None,
@@ -206,7 +224,7 @@ impl State {
     pub async fn keys_of(&self, account: AccountId) -> Result<Vec<KeyInfo>> {
         let rows: Vec<KeyRow> = on_db!(&self.db, |pool| {
             sqlx::query_as(
-                "SELECT id, account_id, name, created_at, last_used_at, revoked_at \
+                "SELECT id, account_id, name, prefix, created_at, last_used_at, revoked_at \
                  FROM api_keys WHERE account_id = $1 ORDER BY created_at, id",
             )
             .bind(account.as_i64())

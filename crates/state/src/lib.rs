@@ -45,7 +45,8 @@ pub use cursors::{CURSOR_LEN, CursorTake, CursorToken, DEFAULT_CURSOR_LIFETIME_S
 pub use db::Backend;
 pub use error::{Result, StateError};
 pub use keys::{
-    API_KEY_LEN, ApiKey, KEY_NAME_MAX_CHARS, KeyId, KeyInfo, KeyOwner, is_well_formed_key,
+    API_KEY_LEN, ApiKey, KEY_NAME_MAX_CHARS, KEY_PREFIX_LEN, KeyId, KeyInfo, KeyOwner,
+    is_well_formed_key,
 };
 pub use reports::{ProblemReport, REPORT_MAX_CHARS, ReportId, check_description};
 pub use seams::{AuditSink, BoxFuture, PlanSource};

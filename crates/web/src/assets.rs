@@ -1,8 +1,8 @@
 //! The browser application's static assets, compiled into the binary and served at
 //! `/assets/{name}`: the application's own scripts (`assets/*.js`, progressive enhancement over
-//! server-rendered pages) and the front-end packages `build.rs` installs from npm into
-//! `OUT_DIR` (the Globe's d3-array, d3-geo, topojson-client and world-atlas outlines). Nothing
-//! is loaded from anywhere else.
+//! server-rendered pages), its stylesheets (`assets/*.css`) and the front-end packages
+//! `build.rs` installs from npm into `OUT_DIR` (the Globe's d3-array, d3-geo, topojson-client
+//! and world-atlas outlines). Nothing is loaded from anywhere else.
 
 use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -67,6 +67,17 @@ const ASSETS: &[Asset] = &[
         name: "land-50m.json",
         media_type: JSON,
         bytes: npm!("world-atlas/land-50m.json"),
+    },
+    // The account menu and the pages behind it (on every page: the menu is in the top bar).
+    Asset {
+        name: "account.js",
+        media_type: JS,
+        bytes: include_bytes!("../assets/account.js"),
+    },
+    Asset {
+        name: "account.css",
+        media_type: CSS,
+        bytes: include_bytes!("../assets/account.css"),
     },
 ];
 

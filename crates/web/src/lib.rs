@@ -28,6 +28,13 @@
 //!   canvas globe drawn by `assets/globe.js` with the npm packages `build.rs` builds in, fed
 //!   by `GET /app/exposure` (the API's exposure answer, free of charge) level by level as the
 //!   user zooms in.
+//! - The top bar's account menu (spec §8) shows a ring of the searches left today out of the
+//!   daily total (read free of charge, after the page's own search) and the reset time, which
+//!   `assets/account.js` shows in the viewer's time zone; its links lead to the public pages
+//!   `/terms` (the sign-in service's), `/quickstart` (a `curl` command per API route on the
+//!   public URL) and `/release-notes` (`docs/release-notes.md`), shown with or without a
+//!   session, and to `/report-a-problem` (stored for the administrator, no reply) and
+//!   `/api-access` (create a key shown once, list, revoke after a confirmation step).
 //! - Every state-changing form carries the session's CSRF token; every page carries the
 //!   preview banner of spec §5 and loads nothing from anywhere.
 
@@ -266,10 +273,19 @@ impl Web {
             .route(SIGNED_OUT_PATH, get(routes::pages::signed_out))
             .route("/account", get(routes::account::account))
             .route("/account/marketing", post(routes::account::marketing))
-            .route("/quickstart", get(routes::pages::placeholder))
-            .route("/release-notes", get(routes::pages::placeholder))
-            .route("/report-a-problem", get(routes::pages::placeholder))
-            .route("/api-access", get(routes::pages::placeholder))
+            .route("/terms", get(routes::public::terms))
+            .route("/quickstart", get(routes::public::quickstart))
+            .route("/release-notes", get(routes::public::release_notes))
+            .route(
+                "/report-a-problem",
+                get(routes::report::form).post(routes::report::submit),
+            )
+            .route("/api-access", get(routes::keys::page))
+            .route("/api-access/keys", post(routes::keys::create))
+            .route(
+                "/api-access/keys/{id}/revoke",
+                get(routes::keys::confirm).post(routes::keys::revoke),
+            )
             .with_state(self.clone())
     }
 

@@ -8,7 +8,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use periscope_state::{Account, WebSession, WebSessionLookup};
 
-use crate::html::{self, TopBar, message};
+use crate::html::{self, Ring, TopBar, message};
 use crate::{CALLBACK_PATH, SESSION_COOKIE, SIGN_IN_TO_SEARCH, UNAVAILABLE, Web};
 
 /// 32 random bytes, base64url.
@@ -101,11 +101,13 @@ pub(crate) fn sign_in_failed(why: &str) -> Response {
     )
 }
 
-/// A signed-in request: the session and its account.
+/// A signed-in request: the session, its account and the account's allowance today (for the
+/// ring of the account menu).
 pub(crate) struct Signed {
     pub(crate) session_id: String,
     pub(crate) session: WebSession,
     pub(crate) account: Account,
+    pub(crate) ring: Ring,
 }
 
 impl Signed {
@@ -113,6 +115,48 @@ impl Signed {
         TopBar {
             email: self.account.email.as_str(),
             csrf: &self.session.csrf,
+            ring: self.ring,
+        }
+    }
+
+    /// Reads the allowance again (after a search on this request charged one).
+    pub(crate) async fn refresh_ring(&mut self, web: &Web) {
+        self.ring = read_ring(web, &self.account).await;
+    }
+}
+
+/// The account's searches today, free of charge: through the search service
+/// ([`periscope_service::SearchService::allowance`], the API's `GET /v1/allowance`) when the
+/// application has one, else from the state database by the same rule (the account's daily
+/// limit, today's UTC counter). A failed read is [`Ring::Unreadable`], logged once here.
+pub(crate) async fn read_ring(web: &Web, account: &Account) -> Ring {
+    use periscope_state::{DailyLimit, UtcDay};
+    let inner = &web.inner;
+    let usage = match inner.search.get() {
+        Some(service) => {
+            let caller = periscope_service::Caller {
+                account: account.clone(),
+                key: None,
+                channel: periscope_state::Channel::Web,
+            };
+            service.allowance(&caller).await.map_err(|e| e.to_string())
+        }
+        None => match account.daily_limit {
+            DailyLimit::Unlimited => Ok(None),
+            DailyLimit::Limited(limit) => inner
+                .state
+                .usage(account.id, UtcDay::of(inner.now()), limit)
+                .await
+                .map(Some)
+                .map_err(|e| e.to_string()),
+        },
+    };
+    match usage {
+        Ok(Some(usage)) => Ring::Limited(usage),
+        Ok(None) => Ring::Unlimited,
+        Err(e) => {
+            tracing::warn!(account.id = %account.id, error = %e, "cannot read the allowance");
+            Ring::Unreadable
         }
     }
 }
@@ -159,10 +203,46 @@ pub(crate) async fn require_session(
         Ok(None) => return Err(sign_in_to_search(&here)),
         Err(e) => return Err(internal("cannot read the account", &e)),
     };
+    let ring = read_ring(web, &account).await;
     Ok(Signed {
         session_id,
         session,
         account,
+        ring,
+    })
+}
+
+/// The session of a public page's request, if there is an active one (the top bar then shows
+/// the account menu); without one, or after the idle timeout, `None`: a public page is shown
+/// to anyone and never says the session expired.
+pub(crate) async fn optional_session(web: &Web, headers: &HeaderMap) -> Option<Signed> {
+    let inner = &web.inner;
+    let session_id = cookie_value(headers, SESSION_COOKIE)?;
+    let lookup = inner
+        .state
+        .web_session(&session_id, inner.now(), inner.idle_secs)
+        .await;
+    let session = match lookup {
+        Ok(WebSessionLookup::Active(session)) => session,
+        Ok(_) => return None,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the session of a public page");
+            return None;
+        }
+    };
+    let account = match inner.state.account(session.account).await {
+        Ok(account) => account?,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the account of a public page");
+            return None;
+        }
+    };
+    let ring = read_ring(web, &account).await;
+    Some(Signed {
+        session_id,
+        session,
+        account,
+        ring,
     })
 }
 
@@ -200,6 +280,7 @@ pub(crate) async fn require_session_fragment(
             session_id,
             session,
             account,
+            ring: Ring::Unread,
         }),
         Ok(None) => Err(ended()),
         Err(e) => Err(internal("cannot read the account", &e)),

@@ -1,5 +1,5 @@
-//! `GET /` (the signed-in page with the search bar, or "Sign in to search"), the account menu's placeholder pages,
-//! and `GET /signed-out`.
+//! `GET /` (the signed-in page with the search bar, or "Sign in to search") and
+//! `GET /signed-out`.
 
 use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, StatusCode, Uri};
@@ -12,10 +12,12 @@ use crate::session::*;
 
 pub(crate) async fn home(AxumState(web): AxumState<Web>, headers: HeaderMap, uri: Uri) -> Response {
     match require_session(&web, &headers, &uri).await {
-        Ok(signed) => {
+        Ok(mut signed) => {
             let params = search::Params::parse(uri.query());
             let (status, section) =
                 search::search_section(web.inner.search.get(), &signed, &params).await;
+            // The ring shows the allowance after the search this page ran.
+            signed.refresh_ring(&web).await;
             let title = match params.q.as_deref().map(str::trim) {
                 Some(q) if !q.is_empty() => "Search results",
                 _ => "Search",
@@ -37,30 +39,6 @@ pub(crate) async fn home(AxumState(web): AxumState<Web>, headers: HeaderMap, uri
         }
         Err(page) => page,
     }
-}
-
-pub(crate) async fn placeholder(
-    AxumState(web): AxumState<Web>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    let signed = match require_session(&web, &headers, &uri).await {
-        Ok(signed) => signed,
-        Err(page) => return page,
-    };
-    let title = match uri.path() {
-        "/quickstart" => "Quickstart",
-        "/release-notes" => "Release notes",
-        "/report-a-problem" => "Report a problem",
-        _ => "API access",
-    };
-    message(
-        StatusCode::OK,
-        title,
-        &["Coming with the browser application."],
-        Some(("/", "Back to Periscope")),
-        Some(&signed.top()),
-    )
 }
 
 pub(crate) async fn signed_out() -> Response {

@@ -5,11 +5,13 @@
 //! idle expiry, signing in again and sign-out, and every refusal; `interop` signs in through
 //! npm's `oidc-provider`, an independent certified provider; `search` runs the search bar over
 //! a synthetic index; `browser` runs it in Chromium (playwright-core); `globe` checks the
-//! Globe's exposure JSON and runs the Globe in Chromium. Every test also checks that the
-//! secrets it saw never reached the log.
+//! Globe's exposure JSON and runs the Globe in Chromium; `account` checks the account menu,
+//! the public pages, problem reports and API keys (reqwest and Chromium). Every test also
+//! checks that the secrets it saw never reached the log.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)] // Test code: a panic is the report.
 
+mod account;
 mod browser;
 mod globe;
 mod interop;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::Duration;
 
+use periscope_service::SearchService;
 use periscope_signin::{BANNER, ClientConfig, Config, MailConfig, ManualClock, SignIn};
 use periscope_state::State;
 use periscope_state::testing::{Fixture, Target, TempDir};
@@ -91,6 +92,23 @@ impl Drop for App {
     }
 }
 
+/// The API's readiness probe over the test index: always ready.
+struct ReadyIndex;
+
+impl periscope_api::IndexProbe for ReadyIndex {
+    fn gauge(&self) -> periscope_api::IndexGauge {
+        periscope_api::IndexGauge {
+            hosts: 0,
+            services: 0,
+            generation: 0,
+        }
+    }
+
+    fn ready(&self) -> bool {
+        true
+    }
+}
+
 pub fn real_now() -> i64 {
     periscope_signin::Clock::now(&periscope_signin::SystemClock)
 }
@@ -107,6 +125,21 @@ impl App {
         fixture: &Fixture,
         smtp_port: Option<u16>,
         public_host: Option<&str>,
+    ) -> App {
+        Self::embedded_full(fixture, smtp_port, public_host, None).await
+    }
+
+    /// What `periscope serve` runs, API included: the embedded default with `service` as the
+    /// search bar's and the API's (`/v1/…`, one allowance), e-mail into the outbox.
+    pub async fn embedded_with_api(fixture: &Fixture, service: SearchService) -> App {
+        Self::embedded_full(fixture, None, None, Some(service)).await
+    }
+
+    async fn embedded_full(
+        fixture: &Fixture,
+        smtp_port: Option<u16>,
+        public_host: Option<&str>,
+        api: Option<SearchService>,
     ) -> App {
         capture_logs();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -147,7 +180,16 @@ impl App {
             .await
             .unwrap();
         let web = Web::new(web_config, fixture.state.clone(), clock.clone()).unwrap();
-        let router = web.router().nest(signin.mount_path(), signin.router());
+        let mut router = web.router().nest(signin.mount_path(), signin.router());
+        if let Some(service) = api {
+            assert!(web.set_search(service.clone()));
+            let api = periscope_api::App::new(
+                service,
+                periscope_api::RateLimit::new(1000, 1000),
+                Arc::new(ReadyIndex),
+            );
+            router = periscope_api::router(api).merge(router);
+        }
         let server = serve(listener, router);
         App {
             origin,

@@ -1,0 +1,396 @@
+//! API access (spec Authentication 2–3, 7; signed in only): `GET /api-access` lists the
+//! account's keys (name, prefix, created, last used, revoked) with the form to create one;
+//! `POST /api-access/keys` creates a key with an optional name and answers with the page that
+//! shows the full key once (`Cache-Control: no-store`; the key is never in a URL and cannot be
+//! shown again); `GET /api-access/keys/{id}/revoke` asks to confirm and
+//! `POST /api-access/keys/{id}/revoke` revokes, effective at the key's next request.
+
+use axum::extract::{Form, Path, State as AxumState};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::Response;
+use periscope_model::Timestamp;
+use periscope_state::{ApiKey, KEY_NAME_MAX_CHARS, KeyId, KeyInfo, StateError};
+
+use crate::Web;
+use crate::html::{escape, message, page_with};
+use crate::routes::report::thousands;
+use crate::session::*;
+
+#[derive(serde::Deserialize)]
+pub(crate) struct CreateForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    name: String,
+}
+
+/// Why a key name is refused, in words for the user (the state's rules: optional, trimmed, at
+/// most [`KEY_NAME_MAX_CHARS`] characters, no control characters).
+fn name_refusal(name: &str) -> Option<String> {
+    let name = name.trim();
+    let count = name.chars().count();
+    if count > KEY_NAME_MAX_CHARS {
+        Some(format!(
+            "The name is {} characters long; a key name takes at most {}. Shorten it and create \
+             the key again.",
+            thousands(count),
+            KEY_NAME_MAX_CHARS
+        ))
+    } else if name.chars().any(char::is_control) {
+        Some(
+            "The name contains a control character (a tab or a line break, for example). Use \
+             letters, digits, spaces and punctuation."
+                .into(),
+        )
+    } else {
+        None
+    }
+}
+
+/// A time as `2026-11-22 14:05 UTC`.
+fn when(t: Timestamp) -> String {
+    let s = t.to_string();
+    match (s.get(..10), s.get(11..16)) {
+        (Some(day), Some(time)) => format!("{day} {time} UTC"),
+        _ => s,
+    }
+}
+
+fn key_list(keys: &[KeyInfo]) -> String {
+    if keys.is_empty() {
+        return "<p class=\"note\" id=\"no-keys\">You have no API keys yet.</p>".into();
+    }
+    let mut out = String::from(
+        "<div class=\"table-scroll\"><table class=\"keys\"><caption class=\"visually-hidden\">Your API keys</caption>\
+         <thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Prefix</th>\
+         <th scope=\"col\">Created</th><th scope=\"col\">Last used</th>\
+         <th scope=\"col\">Status</th></tr></thead><tbody>",
+    );
+    for k in keys {
+        let name = k.name.as_deref().map_or_else(
+            || "<span class=\"note\">(no name)</span>".to_owned(),
+            escape,
+        );
+        let prefix = k.prefix.as_deref().map_or_else(
+            || "<span class=\"note\">(not recorded)</span>".to_owned(),
+            |p| format!("<code>{}…</code>", escape(p)),
+        );
+        let last = k
+            .last_used_at
+            .map_or_else(|| "Never".to_owned(), |t| escape(&when(t)));
+        let status = match k.revoked_at {
+            Some(t) => format!("<td class=\"revoked\">Revoked {}</td>", escape(&when(t))),
+            None => format!(
+                "<td>Active <a class=\"revoke\" href=\"/api-access/keys/{id}/revoke\" \
+                 aria-label=\"Revoke {label}\">Revoke</a></td>",
+                id = k.id,
+                label = escape(k.name.as_deref().or(k.prefix.as_deref()).unwrap_or("key")),
+            ),
+        };
+        out.push_str(&format!(
+            "<tr class=\"key\" data-key-id=\"{id}\"><td>{name}</td><td>{prefix}</td><td>{created}</td>\
+             <td>{last}</td>{status}</tr>",
+            id = k.id,
+            created = escape(&when(k.created_at)),
+        ));
+    }
+    out.push_str("</tbody></table></div>");
+    out
+}
+
+/// The API access page: a notice or error, the new key once, the create form, the list.
+struct View<'a> {
+    status: StatusCode,
+    notice: Option<&'a str>,
+    error: Option<&'a str>,
+    /// The name as typed (kept when refused).
+    name: &'a str,
+    created: Option<(&'a ApiKey, &'a KeyInfo)>,
+}
+
+async fn api_access_page(web: &Web, signed: &Signed, view: View<'_>) -> Response {
+    let keys = match web.inner.state.keys_of(signed.account.id).await {
+        Ok(keys) => keys,
+        Err(e) => return internal("cannot read the API keys", &e),
+    };
+    let mut body = String::from(
+        "<main class=\"wide\"><h1>API access</h1><p>A personal API key lets scripts use the \
+         <a href=\"/quickstart\">API</a> as you, on the same daily allowance as your searches \
+         here. Send it on every request as <code>Authorization: Bearer &lt;key&gt;</code>.</p>",
+    );
+    if let Some(notice) = view.notice {
+        body.push_str(&format!(
+            "<div class=\"notice\" role=\"status\"><p>{}</p></div>",
+            escape(notice)
+        ));
+    }
+    if let Some((key, info)) = view.created {
+        body.push_str(&format!(
+            "<section class=\"newkey\" aria-labelledby=\"newkey-title\">\
+             <h2 id=\"newkey-title\">Your new key{name}</h2>\
+             <p><strong>This is the only time the full key is shown.</strong> Copy it now: \
+             Periscope keeps only a hash of it and cannot show it again.</p>\
+             <code id=\"new-key\">{key}</code>\
+             <p class=\"actions\"><button type=\"button\" class=\"button\" data-copy=\"new-key\" \
+             data-status=\"copy-status\" hidden>Copy key</button>\
+             <span class=\"copied\" id=\"copy-status\" role=\"status\" aria-live=\"polite\"></span></p>\
+             <p>Keep the key out of source control (use an environment variable or a secret \
+             store). If you suspect it was exposed, revoke it below and create another.</p></section>",
+            name = info
+                .name
+                .as_deref()
+                .map(|n| format!(" “{}”", escape(n)))
+                .unwrap_or_default(),
+            key = escape(key.expose()),
+        ));
+    }
+    let error = view.error.map_or(String::new(), |e| {
+        format!(
+            "<div class=\"error\" role=\"alert\" id=\"name-error\"><p>{}</p></div>",
+            escape(e)
+        )
+    });
+    body.push_str(&format!(
+        "<h2>Create key</h2>{error}<form method=\"post\" action=\"/api-access/keys\" class=\"create-key\" \
+         data-busy=\"Creating…\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <label class=\"field\" for=\"key-name\">Name (optional, to tell keys apart)</label>\
+         <input class=\"text\" id=\"key-name\" name=\"name\" type=\"text\" maxlength=\"{max}\" \
+         autocomplete=\"off\" value=\"{name}\"{described}>\
+         <p class=\"actions\"><button class=\"button\" type=\"submit\">Create key</button></p></form>\
+         <h2>Your keys</h2>{list}</main>",
+        csrf = escape(&signed.session.csrf),
+        max = KEY_NAME_MAX_CHARS,
+        name = escape(view.name),
+        described = if view.error.is_some() {
+            " aria-invalid=\"true\" aria-describedby=\"name-error\""
+        } else {
+            ""
+        },
+        list = key_list(&keys),
+    ));
+    let mut response = page_with(view.status, "API access", Some(&signed.top()), &body, &[]);
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// `GET /api-access`.
+pub(crate) async fn page(AxumState(web): AxumState<Web>, headers: HeaderMap, uri: Uri) -> Response {
+    let signed = match require_session(&web, &headers, &uri).await {
+        Ok(signed) => signed,
+        Err(page) => return page,
+    };
+    let view = View {
+        status: StatusCode::OK,
+        notice: None,
+        error: None,
+        name: "",
+        created: None,
+    };
+    api_access_page(&web, &signed, view).await
+}
+
+/// `POST /api-access/keys`: the answer is the page with the key, rendered once; a reload asks
+/// the browser to send the form again (which would create another key, never show this one).
+pub(crate) async fn create(
+    AxumState(web): AxumState<Web>,
+    headers: HeaderMap,
+    uri: Uri,
+    Form(form): Form<CreateForm>,
+) -> Response {
+    let signed = match require_session(&web, &headers, &uri).await {
+        Ok(signed) => signed,
+        Err(page) => return page,
+    };
+    if !same(&form.csrf, &signed.session.csrf) {
+        return csrf_refused(Some(&signed.top()));
+    }
+    fn refused<'a>(why: &'a str, name: &'a str) -> View<'a> {
+        View {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            notice: None,
+            error: Some(why),
+            name,
+            created: None,
+        }
+    }
+    if let Some(why) = name_refusal(&form.name) {
+        return api_access_page(&web, &signed, refused(&why, &form.name)).await;
+    }
+    let name = Some(form.name.trim()).filter(|n| !n.is_empty());
+    match web
+        .inner
+        .state
+        .create_key(signed.account.id, name, web.inner.now())
+        .await
+    {
+        Ok((key, info)) => {
+            tracing::info!(account.id = %signed.account.id, key.id = %info.id, "API key created");
+            let view = View {
+                status: StatusCode::OK,
+                notice: None,
+                error: None,
+                name: "",
+                created: Some((&key, &info)),
+            };
+            api_access_page(&web, &signed, view).await
+        }
+        Err(StateError::Invalid { why, .. }) => {
+            let why = format!("The name was refused: {why}.");
+            api_access_page(&web, &signed, refused(&why, &form.name)).await
+        }
+        Err(e) => internal("cannot create an API key", &e),
+    }
+}
+
+/// The account's key `id`, if it has one.
+async fn own_key(web: &Web, signed: &Signed, id: &str) -> Result<Option<KeyInfo>, Response> {
+    let Ok(id) = id.parse::<i64>() else {
+        return Ok(None);
+    };
+    let keys = web
+        .inner
+        .state
+        .keys_of(signed.account.id)
+        .await
+        .map_err(|e| internal("cannot read the API keys", &e))?;
+    Ok(keys.into_iter().find(|k| k.id == KeyId::from_i64(id)))
+}
+
+fn no_such_key(signed: &Signed) -> Response {
+    message(
+        StatusCode::NOT_FOUND,
+        "No such key",
+        &[
+            "You have no API key with this number. It may belong to another account, or the link is wrong.",
+        ],
+        Some(("/api-access", "Back to API access")),
+        Some(&signed.top()),
+    )
+}
+
+fn label(k: &KeyInfo) -> String {
+    match (&k.name, &k.prefix) {
+        (Some(n), Some(p)) => format!("“{n}” ({p}…)"),
+        (Some(n), None) => format!("“{n}”"),
+        (None, Some(p)) => format!("{p}…"),
+        (None, None) => format!("number {}", k.id),
+    }
+}
+
+/// `GET /api-access/keys/{id}/revoke`: the confirmation step.
+pub(crate) async fn confirm(
+    AxumState(web): AxumState<Web>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Response {
+    let signed = match require_session(&web, &headers, &uri).await {
+        Ok(signed) => signed,
+        Err(page) => return page,
+    };
+    let key = match own_key(&web, &signed, &id).await {
+        Ok(Some(key)) => key,
+        Ok(None) => return no_such_key(&signed),
+        Err(page) => return page,
+    };
+    if key.revoked_at.is_some() {
+        return message(
+            StatusCode::OK,
+            "Key already revoked",
+            &[&format!("The key {} is revoked already.", label(&key))],
+            Some(("/api-access", "Back to API access")),
+            Some(&signed.top()),
+        );
+    }
+    let body = format!(
+        "<main><h1>Revoke this key?</h1><p>Revoke the key {label}? It stops working at once: a \
+         script using it fails on its next request. This cannot be undone.</p>\
+         <form method=\"post\" action=\"/api-access/keys/{id}/revoke\" class=\"actions\" \
+         data-busy=\"Revoking…\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <button class=\"button danger\" type=\"submit\">Revoke key</button>\
+         <a class=\"button secondary\" href=\"/api-access\">Keep the key</a></form></main>",
+        label = escape(&label(&key)),
+        id = key.id,
+        csrf = escape(&signed.session.csrf),
+    );
+    page_with(
+        StatusCode::OK,
+        "Revoke this key?",
+        Some(&signed.top()),
+        &body,
+        &[],
+    )
+}
+
+/// `POST /api-access/keys/{id}/revoke`.
+pub(crate) async fn revoke(
+    AxumState(web): AxumState<Web>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let signed = match require_session(&web, &headers, &uri).await {
+        Ok(signed) => signed,
+        Err(page) => return page,
+    };
+    if !same(&form.csrf, &signed.session.csrf) {
+        return csrf_refused(Some(&signed.top()));
+    }
+    let key = match own_key(&web, &signed, &id).await {
+        Ok(Some(key)) => key,
+        Ok(None) => return no_such_key(&signed),
+        Err(page) => return page,
+    };
+    let notice = match web
+        .inner
+        .state
+        .revoke_key(signed.account.id, key.id, web.inner.now())
+        .await
+    {
+        Ok(true) => {
+            tracing::info!(account.id = %signed.account.id, key.id = %key.id, "API key revoked");
+            format!(
+                "The key {} is revoked. A script using it fails on its next request.",
+                label(&key)
+            )
+        }
+        Ok(false) => format!("The key {} was revoked already.", label(&key)),
+        Err(e) => return internal("cannot revoke an API key", &e),
+    };
+    let view = View {
+        status: StatusCode::OK,
+        notice: Some(&notice),
+        error: None,
+        name: "",
+        created: None,
+    };
+    api_access_page(&web, &signed, view).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked_like_the_state_checks_them() {
+        assert_eq!(name_refusal(""), None);
+        assert_eq!(name_refusal(&"é".repeat(100)), None);
+        assert!(
+            name_refusal(&"é".repeat(101))
+                .unwrap()
+                .contains("101 characters")
+        );
+        assert!(name_refusal("a\tb").unwrap().contains("control character"));
+    }
+
+    #[test]
+    fn times_read_as_utc() {
+        let t = Timestamp::parse("2026-11-22T14:05:09Z").unwrap();
+        assert_eq!(when(t), "2026-11-22 14:05 UTC");
+    }
+}

@@ -1,0 +1,180 @@
+//! `GET /report-a-problem` and `POST /report-a-problem` (spec §9, signed in only): a
+//! description of at most 4,000 characters, no attachment, stored with
+//! [`periscope_state::State::submit_report`] for the administrator; the confirmation says
+//! reports receive no individual reply. A refused description is shown again as typed.
+
+use axum::extract::{Form, State as AxumState};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use periscope_state::REPORT_MAX_CHARS;
+
+use crate::Web;
+use crate::html::{escape, page_with};
+use crate::session::*;
+
+#[derive(serde::Deserialize)]
+pub(crate) struct ReportForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    description: String,
+}
+
+/// `4000` as `4,000`.
+pub(crate) fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The description as the server counts it: line breaks as one character (browsers send
+/// `\r\n`), so the count matches the counter the user saw.
+fn normalise(text: &str) -> String {
+    text.replace("\r\n", "\n")
+}
+
+/// Why a description is refused, in words for the user; `None` when it is accepted.
+fn refusal(description: &str) -> Option<String> {
+    let count = description.trim().chars().count();
+    if count == 0 {
+        Some("The description is empty. Describe the problem before sending the report.".into())
+    } else if count > REPORT_MAX_CHARS {
+        Some(format!(
+            "The description is {} characters long; a report takes at most {}. Shorten it and \
+             send it again.",
+            thousands(count),
+            thousands(REPORT_MAX_CHARS)
+        ))
+    } else {
+        None
+    }
+}
+
+fn form_page(signed: &Signed, status: StatusCode, text: &str, error: Option<&str>) -> Response {
+    let count = text.chars().count();
+    let error_html = error.map_or(String::new(), |e| {
+        format!(
+            "<div class=\"error\" role=\"alert\" id=\"report-error\"><p>{}</p></div>",
+            escape(e)
+        )
+    });
+    let described = if error.is_some() {
+        "report-count report-error"
+    } else {
+        "report-count"
+    };
+    let body = format!(
+        "<main><h1>Report a problem</h1>\
+         <p>Tell us what went wrong or what is missing: what you did, what you expected and what \
+         happened. Reports receive no individual reply, and attachments are not accepted.</p>\
+         {error_html}\
+         <form method=\"post\" action=\"/report-a-problem\" class=\"report\" data-busy=\"Sending…\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <label class=\"field\" for=\"description\">Description (at most {max} characters)</label>\
+         <textarea id=\"description\" name=\"description\" maxlength=\"{max_raw}\" required \
+         aria-describedby=\"{described}\" data-counter=\"report-count\" data-max=\"{max_raw}\">{text}</textarea>\
+         <p class=\"counter{over}\" id=\"report-count\" aria-live=\"polite\">{count} of {max} characters</p>\
+         <button class=\"button\" type=\"submit\">Send report</button></form></main>",
+        csrf = escape(&signed.session.csrf),
+        max = thousands(REPORT_MAX_CHARS),
+        max_raw = REPORT_MAX_CHARS,
+        text = escape(text),
+        over = if count > REPORT_MAX_CHARS {
+            " over"
+        } else {
+            ""
+        },
+        count = thousands(count),
+    );
+    page_with(status, "Report a problem", Some(&signed.top()), &body, &[])
+}
+
+/// `GET /report-a-problem`.
+pub(crate) async fn form(AxumState(web): AxumState<Web>, headers: HeaderMap, uri: Uri) -> Response {
+    match require_session(&web, &headers, &uri).await {
+        Ok(signed) => form_page(&signed, StatusCode::OK, "", None),
+        Err(page) => page,
+    }
+}
+
+/// `POST /report-a-problem`.
+pub(crate) async fn submit(
+    AxumState(web): AxumState<Web>,
+    headers: HeaderMap,
+    uri: Uri,
+    Form(form): Form<ReportForm>,
+) -> Response {
+    let signed = match require_session(&web, &headers, &uri).await {
+        Ok(signed) => signed,
+        Err(page) => return page,
+    };
+    if !same(&form.csrf, &signed.session.csrf) {
+        return csrf_refused(Some(&signed.top()));
+    }
+    let description = normalise(&form.description);
+    if let Some(why) = refusal(&description) {
+        return form_page(
+            &signed,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &description,
+            Some(&why),
+        );
+    }
+    let stored = web
+        .inner
+        .state
+        .submit_report(signed.account.id, &description, web.inner.now())
+        .await;
+    match stored {
+        Ok(id) => {
+            tracing::info!(account.id = %signed.account.id, report.id = id.as_i64(), "problem report stored");
+            let body = "<main><h1>Report received</h1>\
+                 <div class=\"notice\" role=\"status\"><p>Thank you: your report is stored for \
+                 Periscope's administrators.</p></div>\
+                 <p>Reports receive no individual reply.</p>\
+                 <p class=\"actions\"><a class=\"button\" href=\"/\">Back to search</a>\
+                 <a href=\"/report-a-problem\">Report another problem</a></p></main>";
+            page_with(
+                StatusCode::OK,
+                "Report received",
+                Some(&signed.top()),
+                body,
+                &[],
+            )
+        }
+        Err(periscope_state::StateError::Invalid { .. }) => {
+            // The checks above are the state's own; this answers the same if they ever differ.
+            let why = "The description was refused: it must be 1 to 4,000 characters.";
+            form_page(
+                &signed,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &description,
+                Some(why),
+            )
+        }
+        Err(e) => internal("cannot store a problem report", &e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_characters_not_bytes() {
+        assert_eq!(refusal(&"é".repeat(4_000)), None);
+        let too_long = refusal(&"é".repeat(4_001)).unwrap();
+        assert!(too_long.contains("4,001 characters"), "{too_long}");
+        assert!(refusal(" \n ").unwrap().contains("empty"));
+        assert_eq!(normalise("a\r\nb").chars().count(), 3);
+        assert_eq!(thousands(4000), "4,000");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+}
