@@ -14,14 +14,25 @@ struct Asset {
 }
 
 const JS: &str = "text/javascript; charset=utf-8";
-#[allow(dead_code)] // until the first stylesheet
 const CSS: &str = "text/css; charset=utf-8";
 
-const ASSETS: &[Asset] = &[Asset {
-    name: "app.js",
-    media_type: JS,
-    bytes: include_bytes!("../assets/app.js"),
-}];
+const ASSETS: &[Asset] = &[
+    Asset {
+        name: "app.js",
+        media_type: JS,
+        bytes: include_bytes!("../assets/app.js"),
+    },
+    Asset {
+        name: "search.js",
+        media_type: JS,
+        bytes: include_bytes!("../assets/search.js"),
+    },
+    Asset {
+        name: "search.css",
+        media_type: CSS,
+        bytes: include_bytes!("../assets/search.css"),
+    },
+];
 
 /// The path of an asset with the build's version, so that a new binary is never answered
 /// from a browser's cache of the old one.

@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 
 use crate::Web;
-use crate::html::{message, page};
+use crate::html::{message, page_with};
 use crate::routes::search;
 use crate::session::*;
 
@@ -14,17 +14,17 @@ pub(crate) async fn home(AxumState(web): AxumState<Web>, headers: HeaderMap, uri
     match require_session(&web, &headers, &uri).await {
         Ok(signed) => {
             let params = search::Params::parse(uri.query());
-            let (status, section) =
-                search::search_section(web.inner.search.get(), &signed, &params).await;
+            let (status, section) = search::search_section(&web, &signed, &params).await;
             let title = match params.q.as_deref().map(str::trim) {
                 Some(q) if !q.is_empty() => "Search results",
                 _ => "Search",
             };
-            page(
+            page_with(
                 status,
                 title,
                 Some(&signed.top()),
                 &format!("<main class=\"search\" aria-label=\"Search\">{section}</main>"),
+                &["search.css", "search.js"],
             )
         }
         Err(page) => page,
