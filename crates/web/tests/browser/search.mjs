@@ -162,9 +162,12 @@ try {
 
   // Add filter: an invalid value is refused in the browser, nothing is sent.
   await page.goto(base + '/?q=' + encodeURIComponent('port:443'));
-  await page.click('button.open-filter');
   const dialog = page.locator('dialog.filter-dialog');
+  check(await dialog.isHidden(), 'with script the form waits behind the Add filter button');
+  await page.click('button.open-filter');
   check(await dialog.isVisible(), 'Add filter opens the dialog');
+  check(await page.evaluate(() => document.querySelector('dialog.filter-dialog').matches(':modal')),
+    'the dialog is modal');
   await page.selectOption('#filter-field', 'country');
   check(await page.locator('#filter-protocol').isHidden(), 'only the country input is shown');
   await page.fill('#filter-value', 'Germany');
