@@ -425,7 +425,9 @@ async fn host_views_show_the_index_record_in_the_spec_words() {
         check_host_view(&view.body, &host);
 
         // The Selected host panel's fragment: the same host, free, without the page around it.
-        let panel = browser.get_foreign(&app.url(&format!("/app/host?ip={ip}"))).await;
+        let panel = browser
+            .get_foreign(&app.url(&format!("/app/host?ip={ip}")))
+            .await;
         assert_eq!(panel.status, 200, "{}", panel.body);
         assert!(!panel.body.contains("<html"), "a fragment");
         check_host_view(&panel.body, &host);
@@ -434,43 +436,61 @@ async fn host_views_show_the_index_record_in_the_spec_words() {
         assert_eq!(page.status, 200, "{}", page.body);
         check_host_view(&page.body, &host);
 
-        // A host with more services than one detail page: "More services" follows the cursor.
+        // "More services" follows the host-detail continuation (synthetic hosts have at most
+        // 12 services, fewer than a detail page of 20, so the continuation is taken after 5).
         let now = Timestamp::from_unix(real_now()).unwrap();
         let big = data()
             .reference
             .records()
-            .find(|r| r.services.len() > 20)
-            .map(|r| r.ip);
-        if let Some(big) = big {
-            let first = data()
-                .engine
-                .host_detail(big, None, 20, now)
-                .unwrap()
-                .unwrap();
-            let cursor = first.next.expect("a continuation");
-            let more = browser
-                .get_foreign(&app.url(&format!(
-                    "/app/host?ip={big}&cursor={}",
-                    url::form_urlencoded::byte_serialize(cursor.as_bytes()).collect::<String>()
-                )))
-                .await;
-            assert_eq!(more.status, 200, "{}", more.body);
-            let rest = data()
-                .engine
-                .host_detail(big, Some(&cursor), 20, now)
-                .unwrap()
-                .unwrap();
-            for s in &rest.host.services {
-                assert!(
-                    more.body
-                        .contains(&format!("<td>{}</td><td>{}</td>", s.port, s.protocol)),
-                    "{}",
-                    more.body
-                );
-            }
+            .find(|r| r.services.len() > 6)
+            .map(|r| r.ip)
+            .expect("a host with more than 6 services");
+        let first = data()
+            .engine
+            .host_detail(big, None, 5, now)
+            .unwrap()
+            .unwrap();
+        let cursor = first.next.expect("a continuation");
+        let more = browser
+            .get_foreign(&app.url(&format!(
+                "/app/host?ip={big}&cursor={}",
+                url::form_urlencoded::byte_serialize(cursor.as_bytes()).collect::<String>()
+            )))
+            .await;
+        assert_eq!(more.status, 200, "{}", more.body);
+        assert!(!more.body.contains("<section class=\"host\""), "rows only");
+        let rest = data()
+            .engine
+            .host_detail(big, Some(&cursor), 20, now)
+            .unwrap()
+            .unwrap();
+        assert!(!rest.host.services.is_empty());
+        assert_eq!(
+            more.body.matches("<tr class=\"service\">").count(),
+            rest.host.services.len()
+        );
+        for s in &rest.host.services {
+            assert!(
+                more.body
+                    .contains(&format!("<td>{}</td><td>{}</td>", s.port, s.protocol)),
+                "{}",
+                more.body
+            );
+        }
+        for s in &first.host.services {
+            assert!(
+                !more
+                    .body
+                    .contains(&format!("<td>{}</td><td>{}</td>", s.port, s.protocol)),
+                "the first page's {}/{} is not repeated",
+                s.port,
+                s.protocol
+            );
         }
         // The panel for an address without a host, in the spec's words.
-        let none = browser.get_foreign(&app.url("/app/host?ip=192.0.2.1")).await;
+        let none = browser
+            .get_foreign(&app.url("/app/host?ip=192.0.2.1"))
+            .await;
         assert!(none.body.contains("No stored hosts"), "{}", none.body);
     })
     .await;
@@ -553,7 +573,9 @@ async fn pages_already_shown_come_back_free_and_new_pages_are_charged() {
         );
 
         // The total: free, "N hosts" (exact here).
-        let count = browser.get_foreign(&app.url("/app/count?q=port%3A443")).await;
+        let count = browser
+            .get_foreign(&app.url("/app/count?q=port%3A443"))
+            .await;
         assert_eq!(count.status, 200);
         let now = Timestamp::from_unix(real_now()).unwrap();
         let q = periscope_query::parse("port:443").unwrap();
@@ -569,7 +591,9 @@ async fn pages_already_shown_come_back_free_and_new_pages_are_charged() {
 
         // The panel fragment without a session: 401 ended.
         let anonymous = Browser::new();
-        let ended = anonymous.get_foreign(&app.url("/app/host?ip=1.2.3.4")).await;
+        let ended = anonymous
+            .get_foreign(&app.url("/app/host?ip=1.2.3.4"))
+            .await;
         assert_eq!(ended.status, 401);
         assert_eq!(ended.headers["x-periscope-session"], "ended");
     })
@@ -697,7 +721,9 @@ async fn add_filter_checks_each_field_and_suggested_filters_rerun() {
         assert!(asn.body.contains("action=\"/filter\""));
 
         // Suggested Filters: the six groups with counts; a value adds its clause; Applied removes.
-        let facets = browser.get_foreign(&app.url("/app/facets?q=port%3A443")).await;
+        let facets = browser
+            .get_foreign(&app.url("/app/facets?q=port%3A443"))
+            .await;
         assert_eq!(facets.status, 200, "{}", facets.body);
         for field in ["port", "protocol", "product", "country", "cvss", "exploit"] {
             assert!(

@@ -568,4 +568,28 @@ mod tests {
         );
         check([None, None, None, None, None], "");
     }
+
+    #[test]
+    fn more_services_follow_the_continuation() {
+        let host = Host {
+            ip: "240.0.0.1".parse().unwrap(),
+            location: None,
+            network: None,
+            whois: None,
+            reverse_dns: None,
+            domains: Vec::new(),
+            domains_has_more: false,
+            services: Vec::new(),
+            services_has_more: true,
+        };
+        let view = host_view(&host, Some("c/1+"), "h2");
+        assert!(
+            view.contains(
+                "href=\"/host?ip=240.0.0.1&amp;cursor=c%2F1%2B\" \
+                 data-fragment=\"/app/host?ip=240.0.0.1&amp;cursor=c%2F1%2B\">More services</a>"
+            ),
+            "{view}"
+        );
+        assert!(!host_view(&host, None, "h2").contains("More services"));
+    }
 }
