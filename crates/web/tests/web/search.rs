@@ -487,6 +487,53 @@ async fn host_views_show_the_index_record_in_the_spec_words() {
                 s.protocol
             );
         }
+        // Matched evidence in result rows, with the spec's labels.
+        let asn = host.network.as_ref().expect("a network").asn;
+        let rows = browser.get(&search_url(&app, &format!("asn:{asn}"))).await;
+        assert_eq!(rows.status, 200, "{}", rows.body);
+        assert!(
+            [
+                "Research-dataset best ASN",
+                "BGP best ASN",
+                "Network/location ASN"
+            ]
+            .iter()
+            .any(|l| rows.body.contains(&format!("<li>{l}: AS{asn}</li>"))),
+            "{}",
+            rows.body
+        );
+        let org = host
+            .whois
+            .as_ref()
+            .and_then(|w| w.organization.clone())
+            .expect("a WHOIS organisation");
+        let rows = browser
+            .get(&search_url(
+                &app,
+                &format!("organization:\"{org}\" port:443"),
+            ))
+            .await;
+        assert_eq!(rows.status, 200, "{}", rows.body);
+        assert!(
+            rows.body.contains(&format!(": {}</li>", html(&org)))
+                && ["AS organization", "WHOIS description", "Network provider"]
+                    .iter()
+                    .any(|l| rows.body.contains(&format!("<li>{l}: "))),
+            "{}",
+            rows.body
+        );
+        if let Some(d) = host.domains.iter().find(|d| d.source.as_str() == "domain") {
+            let rows = browser
+                .get(&search_url(&app, &format!("domain:{}", d.name)))
+                .await;
+            assert_eq!(rows.status, 200, "{}", rows.body);
+            assert!(
+                rows.body
+                    .contains(&format!("<li>Stored domain: {}</li>", d.name)),
+                "{}",
+                rows.body
+            );
+        }
         // The panel for an address without a host, in the spec's words.
         let none = browser
             .get_foreign(&app.url("/app/host?ip=192.0.2.1"))
