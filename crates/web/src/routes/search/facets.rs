@@ -123,6 +123,11 @@ pub(crate) async fn facets(
             );
         }
     };
+    fragment(StatusCode::OK, render(&answer))
+}
+
+/// The Suggested Filters panel of a facets answer.
+fn render(answer: &periscope_service::FacetsAnswer) -> String {
     let full = answer.query.is_full();
     let mut out = String::new();
     let unavailable = answer
@@ -208,5 +213,53 @@ pub(crate) async fn facets(
         out.push_str("</ul></section>");
     }
     out.push_str("</div>");
-    fragment(StatusCode::OK, out)
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use periscope_index::{FacetGroup, Facets};
+    use periscope_service::FacetsAnswer;
+
+    fn answer(statuses: [FacetStatus; 6]) -> String {
+        let query = periscope_query::parse("port:443")
+            .ok()
+            .and_then(|q| q.as_filter().cloned())
+            .expect("a filter query");
+        let groups = FacetField::ALL
+            .into_iter()
+            .zip(statuses)
+            .map(|(field, status)| FacetGroup {
+                field,
+                status,
+                items: Vec::new(),
+            })
+            .collect();
+        render(&FacetsAnswer {
+            query,
+            facets: Facets { groups },
+        })
+    }
+
+    #[test]
+    fn groups_that_did_not_come_back_are_named() {
+        use FacetStatus::{Available as A, TimedOut as T, Unavailable as U};
+        let html = answer([A, U, A, A, A, A]);
+        assert!(
+            html.contains("Suggested Filters partially unavailable"),
+            "{html}"
+        );
+        assert!(
+            html.contains("data-field=\"protocol\"><h3>Protocol</h3><p class=\"note\">Unavailable")
+        );
+        let html = answer([A, A, A, T, A, A]);
+        assert!(
+            html.contains("Suggested Filters partially timed out"),
+            "{html}"
+        );
+        let html = answer([A; 6]);
+        assert!(!html.contains("partially"), "{html}");
+        assert_eq!(html.matches("No values").count(), 6);
+    }
 }
