@@ -43,19 +43,22 @@ const browser = await chromium.launch({
 });
 const foreign = [];
 const requests = [];
+// While set, the panel's fragment is held back a little, so its loading state can be seen.
+let slowPanel = false;
 
 async function open(javaScriptEnabled, viewport) {
   const context = await browser.newContext({ javaScriptEnabled, viewport });
   await context.addCookies([{ name: 'periscope_session', value: session, url: base }]);
   const page = await context.newPage();
   // Every request the page makes is recorded; anything not for the server is refused.
-  await page.route('**/*', (route) => {
+  await page.route('**/*', async (route) => {
     const url = route.request().url();
     if (new URL(url).origin !== origin) {
       foreign.push(url);
       return route.abort();
     }
     requests.push(url);
+    if (slowPanel && url.includes('/app/host?')) await new Promise((r) => setTimeout(r, 500));
     return route.continue();
   });
   return { context, page };
@@ -127,10 +130,16 @@ try {
   // The Selected host panel: click, full inventory, Escape closes, focus returns.
   const firstLink = page.locator('a.host-link').first();
   const firstIp = await firstLink.innerText();
+  slowPanel = true;
   await firstLink.click();
   const panel = page.locator('aside.host-panel');
+  check(await panel.getAttribute('aria-busy') === 'true'
+    && (await panel.evaluate((el) => getComputedStyle(el.querySelector('.panel-body'), '::after').content))
+      .includes('Loading'), 'the panel shows that it is loading');
   await panel.locator(`section.host[aria-label="Host ${firstIp}"]`).waitFor();
   check(await panel.isVisible(), 'selecting a host opens the Selected host panel');
+  slowPanel = false;
+  check(await panel.getAttribute('aria-busy') === null, 'the panel is no longer busy');
   check(await panel.locator('tr.service').count() >= 1, 'the panel lists the host\'s services');
   check(await page.evaluate(() => document.activeElement.closest('aside.host-panel') !== null),
     'focus moves into the panel');
