@@ -20,7 +20,7 @@
 //!   `id_token_hint`), so the next sign-in asks for the password.
 //! - `GET /?q=…` is the search bar (spec §10): the entry is recognised, run through the same
 //!   [`SearchService`] as the API with the signed-in account as caller (one shared allowance,
-//!   one charged search per results page of 25 hosts), and answered with the prefixed form that
+//!   one charged search per new results page of 25 hosts), and answered with the prefixed form that
 //!   ran and the results: the host view for an exact IP, a host list of 25 otherwise with the
 //!   Selected host panel (`/app/host`, free), pages already shown kept in memory so that going
 //!   back costs nothing, the total (`/app/count`), Add filter (`/filter`) and Suggested Filters

@@ -1,5 +1,5 @@
 //! The handlers, laid out like the URLs: `pages` (`/`, the account menu's placeholders,
-//! `/signed-out`), `search` (the search bar of `/`), `signin` (`/signin`, `/oidc/callback`), `signout`, `account`.
+//! `/signed-out`), `search` (the search bar of `/`, and its `/host`, `/filter` and `/app/…` fragments), `signin` (`/signin`, `/oidc/callback`), `signout`, `account`.
 
 pub(crate) mod account;
 pub(crate) mod globe;
