@@ -79,6 +79,17 @@ const ASSETS: &[Asset] = &[
         media_type: CSS,
         bytes: include_bytes!("../assets/account.css"),
     },
+    // The search page (routes/search): the Selected host panel, Add filter, Suggested Filters.
+    Asset {
+        name: "search.js",
+        media_type: JS,
+        bytes: include_bytes!("../assets/search.js"),
+    },
+    Asset {
+        name: "search.css",
+        media_type: CSS,
+        bytes: include_bytes!("../assets/search.css"),
+    },
 ];
 
 /// The path of an asset with the build's version, so that a new binary is never answered

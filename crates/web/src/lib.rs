@@ -20,8 +20,11 @@
 //!   `id_token_hint`), so the next sign-in asks for the password.
 //! - `GET /?q=…` is the search bar (spec §10): the entry is recognised, run through the same
 //!   [`SearchService`] as the API with the signed-in account as caller (one shared allowance,
-//!   one charged search per results page of 25 hosts), and answered with the prefixed form that
-//!   ran and the results: the host view for an exact IP, a host list with a next page otherwise.
+//!   one charged search per new results page of 25 hosts), and answered with the prefixed form that
+//!   ran and the results: the host view for an exact IP, a host list of 25 otherwise with the
+//!   Selected host panel (`/app/host`, free), pages already shown kept in memory so that going
+//!   back costs nothing, the total (`/app/count`), Add filter (`/filter`) and Suggested Filters
+//!   (`/app/facets`); `/host?ip=…` is the free host view as a page.
 //!   [`Web::set_search`] gives the application its service; without one the page says the
 //!   search is temporarily unavailable.
 //! - `/?q=…&view=globe` is the Globe view of a search (spec §12, not for domain searches): a
@@ -156,6 +159,8 @@ struct Inner {
     secure: bool,
     idle_secs: i64,
     search: OnceLock<SearchService>,
+    /// Result pages this process has shown, per session (routes/search/cache.rs).
+    pages: routes::search::cache::PageCache,
 }
 
 fn config_error(key: &'static str, why: impl Into<String>) -> WebError {
@@ -251,6 +256,7 @@ impl Web {
                 secure: public.scheme() == "https",
                 idle_secs: config.session_idle_secs,
                 search: OnceLock::new(),
+                pages: Default::default(),
             }),
         })
     }
@@ -267,6 +273,11 @@ impl Web {
             .route("/", get(routes::pages::home))
             .route("/assets/{name}", get(assets::asset))
             .route("/app/exposure", get(routes::globe::exposure))
+            .route("/app/host", get(routes::search::host::panel))
+            .route("/host", get(routes::search::host::page))
+            .route("/app/count", get(routes::search::facets::count))
+            .route("/app/facets", get(routes::search::facets::facets))
+            .route("/filter", get(routes::search::filters::apply))
             .route("/signin", get(routes::signin::sign_in))
             .route(CALLBACK_PATH, get(routes::signin::callback))
             .route("/signout", post(routes::signout::sign_out))

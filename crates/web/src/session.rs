@@ -250,7 +250,6 @@ pub(crate) async fn optional_session(web: &Web, headers: &HeaderMap) -> Option<S
 /// an active session the answer is a bare 401 with `X-Periscope-Session: ended`, and the
 /// session cookie is left alone, so the script reloads the page and the server shows "Your
 /// session expired" (or "Sign in to search") there, with a sign-in that returns to the page.
-#[allow(dead_code)] // the first fragment route (Selected host panel, Globe) uses it
 pub(crate) async fn require_session_fragment(
     web: &Web,
     headers: &HeaderMap,

@@ -14,27 +14,25 @@ pub(crate) async fn home(AxumState(web): AxumState<Web>, headers: HeaderMap, uri
     match require_session(&web, &headers, &uri).await {
         Ok(mut signed) => {
             let params = search::Params::parse(uri.query());
-            let (status, section) =
-                search::search_section(web.inner.search.get(), &signed, &params).await;
+            let (status, section) = search::search_section(&web, &signed, &params).await;
             // The ring shows the allowance after the search this page ran.
             signed.refresh_ring(&web).await;
             let title = match params.q.as_deref().map(str::trim) {
                 Some(q) if !q.is_empty() => "Search results",
                 _ => "Search",
             };
-            // The Globe's script and packages (unused, and harmless, if a domain search
-            // returned to Results).
-            let assets: &[&str] = if params.view == search::View::Globe {
-                globe::ASSETS
-            } else {
-                &[]
-            };
+            // The search page's assets, and in the Globe view the Globe's script and packages
+            // (unused, and harmless, if a domain search returned to Results).
+            let mut assets = vec!["search.css", "search.js"];
+            if params.view == search::View::Globe {
+                assets.extend_from_slice(globe::ASSETS);
+            }
             page_with(
                 status,
                 title,
                 Some(&signed.top()),
                 &format!("<main class=\"search\" aria-label=\"Search\">{section}</main>"),
-                assets,
+                &assets,
             )
         }
         Err(page) => page,

@@ -3,13 +3,21 @@
 //! `scripts/test` with `npm ci`) against the in-process application on 127.0.0.1, signed in
 //! through the real registration and sign-in pages. The script checks the banner, entry
 //! recognition, the host view of an exact IP, a page of 25 hosts with a working next page, and
-//! that no request leaves 127.0.0.1. Outside CI a missing Chromium or install skips with a
+//! that no request leaves 127.0.0.1, first without script; then with script the Selected host
+//! panel, Add filter (checked before sending), Suggested Filters, the total, next and previous
+//! pages (the script asks this test for the allowance used, over its stdin and stdout: previous
+//! costs nothing), and the session expiring mid-search (the test advances the clock when the
+//! script asks). Screenshots go to `PERISCOPE_ARTIFACTS` (`$CARGO_TARGET_DIR/browser-artifacts`
+//! or a temporary directory; printed). Outside CI a missing Chromium or install skips with a
 //! message; under `CI=true` it fails.
 
 use std::path::{Path, PathBuf};
 
+use periscope_service::Caller;
 use periscope_signin::BANNER;
 use periscope_state::testing::on_each_backend;
+use periscope_state::{Channel, Email};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::journey::{register_via_outbox, sign_in_via_web};
 use crate::search::{data, service};
@@ -57,7 +65,8 @@ async fn the_search_page_in_chromium() {
     }
     on_each_backend("web_browser", |fixture| async move {
         let app = App::embedded(&fixture, None).await;
-        assert!(app.web.set_search(service(&fixture)));
+        let search = service(&fixture);
+        assert!(app.web.set_search(search.clone()));
         let browser = Browser::new();
         let (email, password) = ("cho@example.com", "a long enough password 2");
         register_via_outbox(&app, &browser, email, "Example Ltd", password).await;
@@ -70,24 +79,76 @@ async fn the_search_page_in_chromium() {
             .unwrap()
             .ip
             .to_string();
-        let out = tokio::process::Command::new("node")
+        let artifacts = std::env::var_os("CARGO_TARGET_DIR")
+            .map_or_else(std::env::temp_dir, PathBuf::from)
+            .join("browser-artifacts");
+        std::fs::create_dir_all(&artifacts).unwrap();
+        eprintln!("screenshots: {}", artifacts.display());
+        let mut child = tokio::process::Command::new("node")
             .arg(suite_dir().join("search.mjs"))
             .env("PERISCOPE_BASE", &app.origin)
             .env("PERISCOPE_SESSION", &session)
             .env("PERISCOPE_IP", &ip)
             .env("PERISCOPE_BANNER", BANNER)
             .env("PERISCOPE_CHROMIUM", chromium())
+            .env("PERISCOPE_ARTIFACTS", &artifacts)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
             .kill_on_drop(true)
-            .output()
-            .await
+            .spawn()
             .expect("node runs");
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        let mut stdin = child.stdin.take().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut stdout = String::new();
+        // The script's questions: `ASK allowance` (searches charged today) and `ASK expire`
+        // (the session idles out).
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let answer = match line.as_str() {
+                "ASK allowance" => {
+                    let account = fixture
+                        .state
+                        .account_by_email(&Email::parse(email).unwrap())
+                        .await
+                        .unwrap()
+                        .unwrap();
+                    let caller = Caller {
+                        account,
+                        key: None,
+                        channel: Channel::Web,
+                    };
+                    let used = search
+                        .allowance(&caller)
+                        .await
+                        .unwrap()
+                        .map_or(0, |u| u.used);
+                    Some(used.to_string())
+                }
+                "ASK expire" => {
+                    app.clock.advance(periscope_web::DEFAULT_IDLE_SECS + 1);
+                    Some("expired".to_owned())
+                }
+                _ => None,
+            };
+            match answer {
+                Some(a) => stdin.write_all(format!("{a}\n").as_bytes()).await.unwrap(),
+                None => {
+                    stdout.push_str(&line);
+                    stdout.push('\n');
+                }
+            }
+        }
+        let out = child.wait_with_output().await.expect("node ends");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             out.status.success(),
             "the browser suite failed:\n{stdout}\n{stderr}"
         );
         assert!(stdout.contains("ok: no request left"), "{stdout}");
+        assert!(
+            stdout.contains("ok: previous page costs nothing"),
+            "{stdout}"
+        );
         eprintln!("{stdout}");
     })
     .await;

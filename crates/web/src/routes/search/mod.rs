@@ -1,24 +1,32 @@
 //! The search bar of the signed-in home page (`GET /?q=…`): entry recognition (spec §10), one
-//! charged search per results page through the API's [`SearchService`], and the results —
-//! the host view for an exact IP, a host list of [`PAGE_HOSTS`] otherwise — or the condition
-//! in the wording of the spec's web application messages.
+//! charged search per new results page through the API's [`SearchService`], and the results —
+//! the host view for an exact IP, a host list of [`PAGE_HOSTS`] otherwise, with the active
+//! filters, Add filter, the total and Suggested Filters — or the condition in the wording of
+//! the spec's web application messages. Pages already shown come back from [`cache`] free.
+//!
+//! Submodules: [`host`] (host views, the Selected host panel), [`filters`] (Add filter and the
+//! chips), [`facets`] (Suggested Filters and the total), [`cache`] (pages already shown).
+
+pub(crate) mod cache;
+pub(crate) mod facets;
+pub(crate) mod filters;
+pub(crate) mod host;
 
 use axum::http::StatusCode;
 use periscope_index::HostResult;
-use periscope_model::record::{Host, Service};
-use periscope_query::{Entry, QueryKind, ViolationCode, recognize};
-use periscope_service::{
-    Caller, DetailRequest, FieldViolation, SearchRequest, SearchService, ServiceError,
-};
+use periscope_query::{Entry, Query, QueryKind, ViolationCode, recognize};
+use periscope_service::{Caller, DetailRequest, FieldViolation, SearchRequest, ServiceError};
 use periscope_state::Channel;
 
+use crate::Web;
 use crate::html::escape;
 use crate::session::{Signed, random_token};
+use cache::CachedPage;
+use filters::{FilterInput, add_filter, chips};
+use host::{DETAIL_SERVICES, host_view, matched_evidence, network, row_place, service_label};
 
 /// Hosts per results page in the browser (spec "Limits").
 pub(crate) const PAGE_HOSTS: u32 = 25;
-/// Services shown in the host view.
-const DETAIL_SERVICES: u32 = 20;
 
 /// The search parameters of `GET /`.
 #[derive(Debug, Default)]
@@ -29,6 +37,9 @@ pub(crate) struct Params {
     pub(crate) cursor: Option<String>,
     /// The page number shown (1 for the first).
     pub(crate) page: u32,
+    /// Whether `page` was in the URL: a link between pages (shown again from the cache when
+    /// it can be), not a new search from the bar.
+    pub(crate) page_given: bool,
     /// Results or Globe (`view=globe`).
     pub(crate) view: View,
 }
@@ -54,7 +65,10 @@ impl Params {
             match &*k {
                 "q" => out.q = Some(v.into_owned()),
                 "cursor" if !v.is_empty() => out.cursor = Some(v.into_owned()),
-                "page" => out.page = v.parse().ok().filter(|p| *p >= 1).unwrap_or(1),
+                "page" => {
+                    out.page = v.parse().ok().filter(|p| *p >= 1).unwrap_or(1);
+                    out.page_given = true;
+                }
                 "view" if v == "globe" => out.view = View::Globe,
                 _ => {}
             }
@@ -63,8 +77,29 @@ impl Params {
     }
 }
 
-fn search_href(q: &str, cursor: Option<&str>, page: u32) -> String {
+pub(crate) fn search_href(q: &str, cursor: Option<&str>, page: u32) -> String {
     view_href(q, cursor, page, View::Results)
+}
+
+/// A link to page `page` of a search: with the cursor that fetches it when it is new, and
+/// always with its number, so that a page already shown comes from the cache.
+fn page_href(q: &str, cursor: Option<&str>, page: u32) -> String {
+    let mut s = url::form_urlencoded::Serializer::new(String::new());
+    s.append_pair("q", q);
+    if let Some(c) = cursor {
+        s.append_pair("cursor", c);
+    }
+    s.append_pair("page", &page.to_string());
+    format!("/?{}", s.finish())
+}
+
+/// The signed-in account as the search service's caller (the browser channel).
+pub(crate) fn caller(signed: &Signed) -> Caller {
+    Caller {
+        account: signed.account.clone(),
+        key: None,
+        channel: Channel::Web,
+    }
 }
 
 fn view_href(q: &str, cursor: Option<&str>, page: u32, view: View) -> String {
@@ -80,7 +115,7 @@ fn view_href(q: &str, cursor: Option<&str>, page: u32, view: View) -> String {
     format!("/?{}", s.finish())
 }
 
-fn form(shown: &str) -> String {
+pub(crate) fn form(shown: &str) -> String {
     form_in(shown, View::Results)
 }
 
@@ -214,15 +249,20 @@ pub(crate) fn error_wording(e: &ServiceError) -> (StatusCode, Vec<(&'static str,
         ),
         E::AccountInactive => (
             StatusCode::FORBIDDEN,
-            "Account inactive",
-            vec!["Your account cannot search right now.".into()],
+            "Your account cannot search right now",
+            vec!["Searching is switched off for this account. Contact your administrator.".into()],
         ),
         E::OrganizationRequired => (
             StatusCode::BAD_REQUEST,
             "Organization required",
             vec!["Your account does not belong to exactly one organization.".into()],
         ),
-        E::Unauthorized | E::AuditUnavailable | E::FacetTimeout | E::Unavailable(_) => (
+        E::FacetTimeout => (
+            StatusCode::GATEWAY_TIMEOUT,
+            "Suggested Filters timed out",
+            vec!["Try again shortly; nothing was charged.".into()],
+        ),
+        E::Unauthorized | E::AuditUnavailable | E::Unavailable(_) => (
             StatusCode::SERVICE_UNAVAILABLE,
             "Search is temporarily unavailable",
             vec!["Try again shortly; nothing was charged.".into()],
@@ -231,41 +271,9 @@ pub(crate) fn error_wording(e: &ServiceError) -> (StatusCode, Vec<(&'static str,
     (status, vec![(title, lines)])
 }
 
-fn network(host: &Host) -> String {
-    match &host.network {
-        Some(n) => match &n.organization {
-            Some(org) => format!("AS{} {}", n.asn, escape(org)),
-            None => format!("AS{}", n.asn),
-        },
-        None => String::new(),
-    }
-}
-
-fn location(host: &Host) -> String {
-    let Some(l) = &host.location else {
-        return String::new();
-    };
-    let parts: Vec<&str> = [l.city.as_deref(), l.country_name.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect();
-    escape(&parts.join(", "))
-}
-
-fn service_label(s: &Service) -> String {
-    let mut out = format!("{}/{}", s.port, s.protocol);
-    if let Some(p) = &s.product {
-        out.push(' ');
-        out.push_str(p);
-        if let Some(v) = &s.version {
-            out.push(' ');
-            out.push_str(v);
-        }
-    }
-    escape(&out)
-}
-
-/// The host list: one row per host, the address linking to its host view.
+/// The host list: one row per host (address, network, place, up to five services with the
+/// matched ones marked, matched evidence), the address linking to its exact-IP view (the
+/// script opens the Selected host panel instead), and the page links.
 fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) -> String {
     if hosts.is_empty() {
         return condition(
@@ -274,118 +282,93 @@ fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) ->
         );
     }
     let mut out = format!(
-        "<section class=\"results\" aria-label=\"Hosts\"><p class=\"note\">Page {page}: {} \
-         hosts</p><table><thead><tr><th scope=\"col\">Host</th><th scope=\"col\">Network</th>\
-         <th scope=\"col\">Location</th><th scope=\"col\">Services</th></tr></thead><tbody>",
+        "<section class=\"results\" aria-label=\"Hosts\" data-page-url=\"{}\">\
+         <p class=\"note\">Page {page}: {} hosts. Select a host to see all its services.</p>\
+         <table class=\"hosts\"><thead><tr><th scope=\"col\">Host</th>\
+         <th scope=\"col\">Network</th><th scope=\"col\">Location</th>\
+         <th scope=\"col\">Services</th><th scope=\"col\">Matched evidence</th></tr></thead><tbody>",
+        escape(&page_href(text, None, page)),
         hosts.len()
     );
     for r in hosts {
         let h = &r.host;
         let ip = h.ip.to_string();
-        let services: Vec<String> = h.services.iter().map(service_label).collect();
+        let mut services = String::new();
+        for s in h.services.iter().take(5) {
+            if s.match_reasons.is_empty() {
+                services.push_str(&format!("<li>{}</li>", service_label(s)));
+            } else {
+                services.push_str(&format!(
+                    "<li class=\"matched\"><span class=\"badge\">Matched</span> {} \
+                     <span class=\"reasons\">({})</span></li>",
+                    service_label(s),
+                    escape(&s.match_reasons.join(", "))
+                ));
+            }
+        }
+        if h.services_has_more {
+            services.push_str("<li class=\"note\">More services…</li>");
+        }
+        let evidence: String = matched_evidence(r)
+            .into_iter()
+            .map(|e| format!("<li>{e}</li>"))
+            .collect();
         out.push_str(&format!(
-            "<tr class=\"host-row\"><td><a href=\"{href}\">{ip}</a></td><td>{net}</td>\
-             <td>{loc}</td><td>{svc}{more}</td></tr>",
+            "<tr class=\"host-row\" data-ip=\"{ip}\"><td><a class=\"host-link\" href=\"{href}\" \
+             data-ip=\"{ip}\">{ip}</a></td><td>{net}</td><td>{loc}</td>\
+             <td><ul class=\"services-preview\">{services}</ul></td>\
+             <td><ul class=\"evidence-list\">{evidence}</ul></td></tr>",
             href = escape(&search_href(&ip, None, 1)),
             ip = escape(&ip),
             net = network(h),
-            loc = location(h),
-            svc = services.join("<br>"),
-            more = if h.services_has_more { " …" } else { "" },
+            loc = row_place(h),
         ));
     }
     out.push_str("</tbody></table><nav class=\"pages\" aria-label=\"Result pages\">");
     if page > 1 {
         out.push_str(&format!(
-            "<a rel=\"prev\" href=\"{}\">First page</a> ",
-            escape(&search_href(text, None, 1))
+            "<a class=\"button secondary\" rel=\"prev\" href=\"{}\">Previous page</a> ",
+            escape(&page_href(text, None, page - 1))
         ));
     }
     if let Some(cursor) = next {
         out.push_str(&format!(
-            "<a rel=\"next\" href=\"{}\">Next page</a>",
-            escape(&search_href(text, Some(cursor), page + 1))
+            "<a class=\"button secondary\" rel=\"next\" href=\"{}\">Next page</a>",
+            escape(&page_href(text, Some(cursor), page + 1))
         ));
     }
     out.push_str("</nav></section>");
     out
 }
 
-/// The host investigation view of one address.
-fn host_view(host: &Host) -> String {
-    let ip = escape(&host.ip.to_string());
-    let mut out = format!(
-        "<section class=\"host\" aria-label=\"Host {ip}\"><h2>{ip}</h2><dl>\
-         <dt>Network</dt><dd>{}</dd><dt>Location</dt><dd>{}</dd>",
-        network(host),
-        location(host)
-    );
-    if let Some(r) = &host.reverse_dns {
-        out.push_str(&format!(
-            "<dt>Reverse DNS</dt><dd>{}</dd>",
-            escape(r.as_ref())
-        ));
-    }
-    if !host.domains.is_empty() {
-        let names: Vec<String> = host.domains.iter().map(|d| escape(&d.name)).collect();
-        out.push_str(&format!("<dt>Domains</dt><dd>{}</dd>", names.join(", ")));
-    }
-    out.push_str(
-        "</dl><table><thead><tr><th scope=\"col\">Port</th><th scope=\"col\">Protocol</th>\
-         <th scope=\"col\">Product</th><th scope=\"col\">Certificate names</th>\
-         <th scope=\"col\">Vulnerabilities</th><th scope=\"col\">Observed</th></tr></thead><tbody>",
-    );
-    for s in &host.services {
-        let product = match (&s.product, &s.version) {
-            (Some(p), Some(v)) => format!("{p} {v}"),
-            (Some(p), None) => p.clone(),
-            _ => String::new(),
-        };
-        let vulns = match &s.vulnerabilities {
-            Some(v) => {
-                let mut t = format!("{} CVEs", v.cve_count);
-                if let Some(c) = &v.max_cvss {
-                    t.push_str(&format!(", max CVSS {c}"));
-                }
-                if v.has_exploits {
-                    t.push_str(", exploits known");
-                }
-                t
-            }
-            None => String::new(),
-        };
-        out.push_str(&format!(
-            "<tr class=\"service\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td></tr>",
-            s.port,
-            escape(&s.protocol.to_string()),
-            escape(&product),
-            escape(&s.certificate_names.join(", ")),
-            escape(&vulns),
-            escape(&s.observed_at.to_string()),
-        ));
-    }
-    out.push_str("</tbody></table>");
-    if host.services_has_more {
-        out.push_str("<p class=\"note\">More services exist than this page shows.</p>");
-    }
-    out.push_str("</section>");
-    out
+/// "This result page has expired", with a link that runs the search again.
+fn expired(text: &str) -> (StatusCode, String) {
+    let (status, html) = error_html(&ServiceError::CursorGone);
+    (
+        status,
+        format!(
+            "{html}<p><a class=\"button\" href=\"{}\">Run the search again</a></p>",
+            escape(&search_href(text, None, 1))
+        ),
+    )
 }
 
 /// The search section of the home page for `params`: the bar (showing the prefixed form
 /// that ran) and what the search answered.
 pub(crate) async fn search_section(
-    service: Option<&SearchService>,
+    web: &Web,
     signed: &Signed,
     params: &Params,
 ) -> (StatusCode, String) {
     let entry = params.q.as_deref().map(str::trim).unwrap_or("");
     if entry.is_empty() {
-        return (StatusCode::OK, form(""));
+        return (
+            StatusCode::OK,
+            form("") + &add_filter(&FilterInput::default(), false, None),
+        );
     }
-    let (text, kind) = match recognize(entry) {
-        Entry::Search { query, text } => (text, query.kind()),
+    let (text, query) = match recognize(entry) {
+        Entry::Search { query, text } => (text, query),
         Entry::NotGuessed(ng) => {
             let mut out = form(entry);
             out.push_str(&format!(
@@ -407,6 +390,7 @@ pub(crate) async fn search_section(
             return (status, form(entry) + &html);
         }
     };
+    let kind = query.kind();
     let view = if kind == QueryKind::Domain {
         View::Results
     } else {
@@ -420,16 +404,42 @@ pub(crate) async fn search_section(
         out.push_str(&crate::routes::globe::section(&text));
         return (StatusCode::OK, out);
     }
-    let Some(service) = service else {
+    // The active filters, Add filter and the total.
+    let full = matches!(&query, Query::Filter(f) if f.is_full());
+    let input = FilterInput {
+        base: text.clone(),
+        ..FilterInput::default()
+    };
+    out.push_str(&format!(
+        "<div class=\"toolbar\">{}{}",
+        chips(&query),
+        add_filter(&input, full, None)
+    ));
+    if matches!(kind, QueryKind::Asn | QueryKind::Filter) {
+        out.push_str(&format!(
+            "<p class=\"total\" aria-live=\"polite\" data-fragment=\"{}\"></p>",
+            escape(&format!("/app/count?{}", query_string(&text)))
+        ));
+    }
+    out.push_str("</div>");
+    let Some(service) = web.inner.search.get() else {
         let (status, html) = error_html(&ServiceError::Unavailable("no search service".into()));
         return (status, out + &html);
     };
-    let caller = Caller {
-        account: signed.account.clone(),
-        key: None,
-        channel: Channel::Web,
-    };
+    let caller = caller(signed);
     let request_id = random_token().unwrap_or_else(|_| "web".into());
+    let session = signed.session.csrf.as_str();
+    let now = web.inner.clock.now();
+    if kind != QueryKind::Ip && params.page_given {
+        if let Some(shown) = web.inner.pages.get(session, &text, params.page, now) {
+            out.push_str(&results(&text, &query, &shown, params.page));
+            return (StatusCode::OK, out);
+        }
+        if params.page > 1 && params.cursor.is_none() {
+            let (status, html) = expired(&text);
+            return (status, out + &html);
+        }
+    }
     let answer = service
         .search(
             &caller,
@@ -443,6 +453,10 @@ pub(crate) async fn search_section(
         .await;
     let answer = match answer {
         Ok(a) => a,
+        Err(ServiceError::CursorGone) => {
+            let (status, html) = expired(&text);
+            return (status, out + &html);
+        }
         Err(e) => {
             let (status, html) = error_html(&e);
             return (status, out + &html);
@@ -466,7 +480,7 @@ pub(crate) async fn search_section(
             .await;
         return match detail {
             Ok(d) => {
-                out.push_str(&host_view(&d.host));
+                out.push_str(&host_view(&d.host, d.next.as_deref(), "h2"));
                 (StatusCode::OK, out)
             }
             Err(e) => {
@@ -475,14 +489,41 @@ pub(crate) async fn search_section(
             }
         };
     }
-    let next = answer.next_cursor.as_ref().map(|c| c.to_string());
-    out.push_str(&host_list(
-        &text,
-        &answer.hosts,
-        next.as_deref(),
-        params.page,
-    ));
+    let shown = CachedPage {
+        hosts: answer.hosts,
+        next: answer.next_cursor.as_ref().map(|c| c.to_string()),
+    };
+    out.push_str(&results(&text, &query, &shown, params.page));
+    web.inner.pages.put(session, &text, params.page, now, shown);
     (StatusCode::OK, out)
+}
+
+fn query_string(text: &str) -> String {
+    url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("q", text)
+        .finish()
+}
+
+/// The host list beside the Selected host panel, and Suggested Filters after a filter search.
+fn results(text: &str, query: &Query, shown: &CachedPage, page: u32) -> String {
+    let mut out = String::new();
+    if matches!(query, Query::Filter(_)) && !shown.hosts.is_empty() {
+        out.push_str(&format!(
+            "<section class=\"facets\" aria-labelledby=\"facets-title\" data-fragment=\"{}\">\
+             <h2 id=\"facets-title\">Suggested Filters</h2><div class=\"facets-body\"></div>\
+             </section>",
+            escape(&format!("/app/facets?{}", query_string(text)))
+        ));
+    }
+    out.push_str(&format!(
+        "<div class=\"results-layout\">{}<aside class=\"host-panel\" aria-label=\"Selected host\" \
+         hidden><div class=\"panel-head\"><h2 class=\"panel-title\">Selected host</h2>\
+         <button type=\"button\" class=\"button secondary close-panel\" \
+         aria-label=\"Close the Selected host panel\">Close</button></div>\
+         <div class=\"panel-body\" aria-live=\"polite\"></div></aside></div>",
+        host_list(text, &shown.hosts, shown.next.as_deref(), page)
+    ));
+    out
 }
 
 #[cfg(test)]
@@ -518,5 +559,6 @@ mod tests {
             search_href("asn:64894", Some("sc1_abc"), 2),
             "/?q=asn%3A64894&cursor=sc1_abc&page=2"
         );
+        assert_eq!(page_href("port:22", None, 3), "/?q=port%3A22&page=3");
     }
 }

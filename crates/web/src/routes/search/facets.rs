@@ -1,0 +1,265 @@
+//! What a results page loads independently, free of charge (spec §11, "Limits"): Suggested
+//! Filters (`GET /app/facets?q=…`, the six facet groups of a filter search, each value a link
+//! that reruns with its clause added, or without it when Applied) and the total
+//! (`GET /app/count?q=…`, "About N hosts" / "N hosts", or "Total unavailable").
+
+use axum::extract::State as AxumState;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use periscope_index::{FacetField, FacetStatus, Relation};
+use periscope_service::ServiceError;
+
+use super::filters::REMOVE_ONE;
+use super::{caller, search_href};
+use crate::Web;
+use crate::html::escape;
+use crate::session::{random_token, require_session_fragment};
+
+fn fragment(status: StatusCode, html: String) -> Response {
+    let mut response = (status, html).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    crate::html::secure_headers(h);
+    response
+}
+
+fn query_param(uri: &Uri) -> String {
+    url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+        .find(|(k, _)| k == "q")
+        .map(|(_, v)| v.trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn label(f: FacetField) -> &'static str {
+    match f {
+        FacetField::Port => "Port",
+        FacetField::Protocol => "Protocol",
+        FacetField::Product => "Product",
+        FacetField::Country => "Country",
+        FacetField::Cvss => "CVSS",
+        FacetField::Exploit => "Exploit",
+    }
+}
+
+fn hosts(n: u64, relation: Relation) -> String {
+    let noun = if n == 1 { "host" } else { "hosts" };
+    match relation {
+        Relation::Exact => format!("{n} {noun}"),
+        Relation::Approximate => format!("About {n} {noun}"),
+    }
+}
+
+/// `GET /app/count?q=…` — the total of an ASN or filter search.
+pub(crate) async fn count(
+    AxumState(web): AxumState<Web>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let signed = match require_session_fragment(&web, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let q = query_param(&uri);
+    let answer = match web.inner.search.get() {
+        Some(service) => {
+            let id = random_token().unwrap_or_else(|_| "web".into());
+            service.count(&caller(&signed), &id, &q).await
+        }
+        None => Err(ServiceError::Unavailable("no search service".into())),
+    };
+    match answer {
+        Ok(c) => fragment(
+            StatusCode::OK,
+            format!(
+                "<span class=\"total-value\">{}</span>",
+                hosts(c.value, c.relation)
+            ),
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "the total of a search failed");
+            fragment(
+                StatusCode::OK,
+                "<span class=\"total-unavailable\">Total unavailable</span>".into(),
+            )
+        }
+    }
+}
+
+/// `GET /app/facets?q=…` — the Suggested Filters panel of a filter search.
+pub(crate) async fn facets(
+    AxumState(web): AxumState<Web>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let signed = match require_session_fragment(&web, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let q = query_param(&uri);
+    let answer = match web.inner.search.get() {
+        Some(service) => {
+            let id = random_token().unwrap_or_else(|_| "web".into());
+            service.facets(&caller(&signed), &id, &q).await
+        }
+        None => Err(ServiceError::Unavailable("no search service".into())),
+    };
+    let answer = match answer {
+        Ok(a) => a,
+        Err(ServiceError::FacetTimeout) => {
+            return fragment(
+                StatusCode::OK,
+                "<p class=\"facets-status\" role=\"status\">Suggested Filters timed out</p>".into(),
+            );
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "suggested filters failed");
+            return fragment(
+                StatusCode::OK,
+                "<p class=\"facets-status\" role=\"status\">Suggested Filters unavailable</p>"
+                    .into(),
+            );
+        }
+    };
+    fragment(StatusCode::OK, render(&answer))
+}
+
+/// The Suggested Filters panel of a facets answer.
+fn render(answer: &periscope_service::FacetsAnswer) -> String {
+    let full = answer.query.is_full();
+    let mut out = String::new();
+    let unavailable = answer
+        .facets
+        .groups
+        .iter()
+        .any(|g| g.status == FacetStatus::Unavailable);
+    let timed_out = answer
+        .facets
+        .groups
+        .iter()
+        .any(|g| g.status == FacetStatus::TimedOut);
+    if unavailable {
+        out.push_str(
+            "<p class=\"facets-status\" role=\"status\">Suggested Filters partially unavailable</p>",
+        );
+    } else if timed_out {
+        out.push_str(
+            "<p class=\"facets-status\" role=\"status\">Suggested Filters partially timed out</p>",
+        );
+    }
+    if full {
+        out.push_str(&format!(
+            "<p class=\"facets-full\" role=\"status\">{REMOVE_ONE}.</p>"
+        ));
+    }
+    out.push_str("<div class=\"facet-groups\">");
+    for g in &answer.facets.groups {
+        out.push_str(&format!(
+            "<section class=\"facet-group\" data-field=\"{}\"><h3>{}</h3>",
+            g.field.as_str(),
+            label(g.field)
+        ));
+        match g.status {
+            FacetStatus::Unavailable => {
+                out.push_str("<p class=\"note\">Unavailable</p></section>");
+                continue;
+            }
+            FacetStatus::TimedOut => {
+                out.push_str("<p class=\"note\">Timed out</p></section>");
+                continue;
+            }
+            FacetStatus::Available => {}
+        }
+        if g.items.is_empty() {
+            out.push_str("<p class=\"note\">No values</p></section>");
+            continue;
+        }
+        out.push_str("<ul>");
+        for item in &g.items {
+            let count = hosts(item.unique_hosts.value, item.unique_hosts.relation);
+            let value = escape(&item.value);
+            let clause = escape(&item.clause.to_string());
+            if item.selected {
+                let href = match answer.query.without(item.clause.field()) {
+                    Some(rest) => search_href(&rest.to_string(), None, 1),
+                    None => "/".to_owned(),
+                };
+                out.push_str(&format!(
+                    "<li><a class=\"facet applied\" href=\"{}\" aria-label=\"Remove {clause} \
+                     (Applied)\"><span class=\"value\">{value}</span> <span class=\"badge\">\
+                     Applied</span> <span class=\"count\">{count}</span></a></li>",
+                    escape(&href)
+                ));
+            } else if full {
+                out.push_str(&format!(
+                    "<li><span class=\"facet disabled\"><span class=\"value\">{value}</span> \
+                     <span class=\"count\">{count}</span></span></li>"
+                ));
+            } else {
+                let href = match answer.query.with_clause(item.clause.clone()) {
+                    Ok(q) => search_href(&q.to_string(), None, 1),
+                    Err(_) => continue,
+                };
+                out.push_str(&format!(
+                    "<li><a class=\"facet\" href=\"{}\" aria-label=\"Add {clause} ({count})\">\
+                     <span class=\"value\">{value}</span> <span class=\"count\">{count}</span>\
+                     </a></li>",
+                    escape(&href)
+                ));
+            }
+        }
+        out.push_str("</ul></section>");
+    }
+    out.push_str("</div>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use periscope_index::{FacetGroup, Facets};
+    use periscope_service::FacetsAnswer;
+
+    fn answer(statuses: [FacetStatus; 6]) -> String {
+        let query = periscope_query::parse("port:443")
+            .ok()
+            .and_then(|q| q.as_filter().cloned())
+            .expect("a filter query");
+        let groups = FacetField::ALL
+            .into_iter()
+            .zip(statuses)
+            .map(|(field, status)| FacetGroup {
+                field,
+                status,
+                items: Vec::new(),
+            })
+            .collect();
+        render(&FacetsAnswer {
+            query,
+            facets: Facets { groups },
+        })
+    }
+
+    #[test]
+    fn groups_that_did_not_come_back_are_named() {
+        use FacetStatus::{Available as A, TimedOut as T, Unavailable as U};
+        let html = answer([A, U, A, A, A, A]);
+        assert!(
+            html.contains("Suggested Filters partially unavailable"),
+            "{html}"
+        );
+        assert!(
+            html.contains("data-field=\"protocol\"><h3>Protocol</h3><p class=\"note\">Unavailable")
+        );
+        let html = answer([A, A, A, T, A, A]);
+        assert!(
+            html.contains("Suggested Filters partially timed out"),
+            "{html}"
+        );
+        let html = answer([A; 6]);
+        assert!(!html.contains("partially"), "{html}");
+        assert_eq!(html.matches("No values").count(), 6);
+    }
+}

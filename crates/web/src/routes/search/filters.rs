@@ -1,0 +1,390 @@
+//! The Add filter dialog (spec §11) and the active filters: the form (a plain form on the page
+//! without script, a `<dialog>` behind an "Add filter" button with `search.js`, which also
+//! validates before anything is sent), its server side (`GET /filter?base=…&field=…&value=…`:
+//! the clause is checked again, then added to a filter search or started alone after an
+//! exact-IP, CIDR, domain or ASN search), and one chip with a remove button per active filter.
+
+use axum::extract::State as AxumState;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use periscope_model::ProtocolToken;
+use periscope_query::{Field, MAX_CLAUSES, Query, parse};
+
+use super::{form, search_href};
+use crate::Web;
+use crate::html::{escape, page_with};
+use crate::session::{redirect, require_session};
+
+/// The fields the dialog offers, with their labels.
+pub(crate) const FIELDS: [(Field, &str); 10] = [
+    (Field::Port, "Port"),
+    (Field::Protocol, "Protocol"),
+    (Field::Product, "Product"),
+    (Field::CertificateName, "Certificate name"),
+    (Field::Organization, "Organization"),
+    (Field::Country, "Country"),
+    (Field::Cpe, "CPE"),
+    (Field::Cve, "CVE"),
+    (Field::Cvss, "CVSS"),
+    (Field::Exploit, "Exploit"),
+];
+
+/// The message shown when three filters are active (spec §11).
+pub(crate) const REMOVE_ONE: &str = "Remove a filter before adding another";
+
+/// What the form sent (and shows again when it is refused).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct FilterInput {
+    pub(crate) base: String,
+    pub(crate) field: String,
+    pub(crate) value: String,
+    pub(crate) protocol: String,
+    pub(crate) exploit: String,
+    pub(crate) cvss_min: String,
+    pub(crate) cvss_max: String,
+}
+
+impl FilterInput {
+    fn parse(query: Option<&str>) -> Self {
+        let mut out = Self::default();
+        for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            let v = v.into_owned();
+            match &*k {
+                "base" => out.base = v,
+                "field" => out.field = v,
+                "value" => out.value = v,
+                "protocol" => out.protocol = v,
+                "exploit" => out.exploit = v,
+                "cvss_min" => out.cvss_min = v,
+                "cvss_max" => out.cvss_max = v,
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// A refusal: the spec's title and what to do.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub(crate) title: String,
+    pub(crate) detail: String,
+}
+
+fn refusal(title: impl Into<String>, detail: impl Into<String>) -> Refusal {
+    Refusal {
+        title: title.into(),
+        detail: detail.into(),
+    }
+}
+
+fn unquoted(v: &str) -> &str {
+    let v = v.trim();
+    v.strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .unwrap_or(v)
+}
+
+/// The clause text for the form's inputs, checked by the query language alone.
+fn clause(input: &FilterInput) -> Result<(Field, String), Refusal> {
+    let Some(field) = FIELDS
+        .iter()
+        .map(|(f, _)| *f)
+        .find(|f| f.name() == input.field)
+    else {
+        return Err(refusal("Choose a field", "Pick what to filter on."));
+    };
+    let title = field.value_code().title();
+    let value = match field {
+        Field::Protocol => input.protocol.trim().to_owned(),
+        Field::Exploit => input.exploit.trim().to_owned(),
+        Field::Cvss => {
+            let (min, max) = (input.cvss_min.trim(), input.cvss_max.trim());
+            if min.is_empty() || max.is_empty() {
+                return Err(refusal(
+                    title,
+                    "Enter a minimum and a maximum score from 0.0 to 10.0.",
+                ));
+            }
+            format!("{min}-{max}")
+        }
+        Field::Organization | Field::Product | Field::Cpe => {
+            let v = unquoted(&input.value);
+            if v.is_empty() {
+                return Err(refusal(title, "Enter a value."));
+            }
+            format!("\"{v}\"")
+        }
+        _ => input.value.trim().to_owned(),
+    };
+    if value.is_empty() || value == "\"\"" {
+        return Err(refusal(title, "Enter a value."));
+    }
+    let text = format!("{}:{value}", field.name());
+    match parse(&text) {
+        Ok(Query::Filter(q)) if q.clauses().len() == 1 && q.get(field).is_some() => {
+            Ok((field, q.to_string()))
+        }
+        Ok(_) => Err(refusal(title, "Enter one value, without other filters.")),
+        Err(e) => Err(refusal(
+            title,
+            e.violations.first().map_or_else(
+                || "The value is not accepted.".to_owned(),
+                |v| v.detail.clone(),
+            ),
+        )),
+    }
+}
+
+/// The search the form asks for: the clause added to a filter search, or alone after any
+/// other search (which cannot be combined with filters).
+pub(crate) fn combined(input: &FilterInput) -> Result<String, Refusal> {
+    let (field, clause_text) = clause(input)?;
+    let base = parse(input.base.trim()).ok();
+    let Some(Query::Filter(base)) = base else {
+        return Ok(clause_text);
+    };
+    if base.get(field).is_some() {
+        return Err(refusal(
+            "Field already used",
+            format!(
+                "This search already filters on {}. Remove that filter first to use another value.",
+                field.name()
+            ),
+        ));
+    }
+    if base.clauses().len() >= MAX_CLAUSES {
+        return Err(refusal(
+            REMOVE_ONE,
+            format!("A search combines at most {MAX_CLAUSES} filters."),
+        ));
+    }
+    match parse(&format!("{base} {clause_text}")) {
+        Ok(q) => Ok(q.to_string()),
+        Err(e) => Err(refusal(
+            "Invalid search",
+            e.violations
+                .first()
+                .map_or_else(String::new, |v| v.detail.clone()),
+        )),
+    }
+}
+
+fn option(value: &str, label: &str, selected: &str) -> String {
+    format!(
+        "<option value=\"{}\"{}>{}</option>",
+        escape(value),
+        if value == selected { " selected" } else { "" },
+        escape(label)
+    )
+}
+
+/// The Add filter form for a search whose prefixed form is `base` (empty: none). `full`: three
+/// filters are active, so the form asks to remove one instead. `refused`: the message of a
+/// refused attempt, shown with the inputs kept.
+pub(crate) fn add_filter(input: &FilterInput, full: bool, refused: Option<&Refusal>) -> String {
+    let mut out = String::from(
+        "<div class=\"add-filter\"><button type=\"button\" class=\"button secondary \
+         open-filter\" hidden aria-haspopup=\"dialog\">Add filter</button>\
+         <dialog class=\"filter-dialog\" open aria-labelledby=\"filter-title\"><div class=\"filter-body\">\
+         <h2 id=\"filter-title\">Add filter</h2>",
+    );
+    if full {
+        out.push_str(&format!(
+            "<p class=\"filter-full\" role=\"status\">{REMOVE_ONE}: a search combines at most \
+             {MAX_CLAUSES} filters.</p><form method=\"dialog\"><button class=\"button secondary \
+             close-filter\" type=\"submit\">Close</button></form></div></dialog></div>"
+        ));
+        return out;
+    }
+    let error = match refused {
+        Some(r) => format!("{}: {}", escape(&r.title), escape(&r.detail)),
+        None => String::new(),
+    };
+    let used: Vec<&str> = match parse(input.base.trim()) {
+        Ok(Query::Filter(f)) => f.clauses().iter().map(|c| c.field().name()).collect(),
+        _ => Vec::new(),
+    };
+    out.push_str(&format!(
+        "<form class=\"filter-form\" method=\"get\" action=\"/filter\" novalidate \
+         data-used=\"{used}\">\
+         <input type=\"hidden\" name=\"base\" value=\"{base}\">\
+         <p class=\"filter-error\" role=\"alert\" id=\"filter-error\">{error}</p>\
+         <div class=\"filter-input\"><label for=\"filter-field\">Field</label>\
+         <select id=\"filter-field\" name=\"field\" aria-describedby=\"filter-error\">",
+        base = escape(&input.base),
+        used = used.join(" "),
+    ));
+    for (f, label) in FIELDS {
+        out.push_str(&option(f.name(), label, &input.field));
+    }
+    out.push_str(&format!(
+        "</select></div>\
+         <div class=\"filter-input\" data-fields=\"port product certificate.name organization \
+         country cpe cve\"><label for=\"filter-value\">Value <span class=\"hint\">(port, product, \
+         certificate name, organization, country, CPE, CVE)</span></label>\
+         <input id=\"filter-value\" name=\"value\" type=\"text\" autocomplete=\"off\" \
+         value=\"{value}\" aria-describedby=\"filter-error\"></div>\
+         <div class=\"filter-input\" data-fields=\"protocol\"><label for=\"filter-protocol\">\
+         Protocol</label><select id=\"filter-protocol\" name=\"protocol\">",
+        value = escape(&input.value),
+    ));
+    for p in ProtocolToken::all() {
+        out.push_str(&option(p.as_str(), p.as_str(), &input.protocol));
+    }
+    out.push_str(
+        "</select></div><div class=\"filter-input\" data-fields=\"exploit\">\
+         <label for=\"filter-exploit\">Exploit known</label>\
+         <select id=\"filter-exploit\" name=\"exploit\">",
+    );
+    out.push_str(&option("yes", "yes", &input.exploit));
+    out.push_str(&option("no", "no", &input.exploit));
+    out.push_str(&format!(
+        "</select></div><fieldset class=\"filter-input\" data-fields=\"cvss\"><legend>Maximum \
+         CVSS</legend><label for=\"filter-cvss-min\">Minimum</label>\
+         <input id=\"filter-cvss-min\" name=\"cvss_min\" type=\"text\" inputmode=\"decimal\" \
+         size=\"4\" value=\"{min}\" placeholder=\"7.0\">\
+         <label for=\"filter-cvss-max\">Maximum</label>\
+         <input id=\"filter-cvss-max\" name=\"cvss_max\" type=\"text\" inputmode=\"decimal\" \
+         size=\"4\" value=\"{max}\" placeholder=\"10.0\"></fieldset>\
+         <p class=\"filter-actions\"><button class=\"button\" type=\"submit\">Apply filter</button> \
+         <button class=\"button secondary close-filter\" type=\"button\" hidden>Cancel</button>\
+         </p></form></div></dialog></div>",
+        min = escape(&input.cvss_min),
+        max = escape(&input.cvss_max),
+    ));
+    out
+}
+
+/// One chip per clause of a filter search, each with a button that reruns without it.
+pub(crate) fn chips(query: &Query) -> String {
+    let Query::Filter(f) = query else {
+        return String::new();
+    };
+    let mut out = String::from("<ul class=\"chips\" aria-label=\"Active filters\">");
+    for c in f.clauses() {
+        let text = c.to_string();
+        let href = match f.without(c.field()) {
+            Some(rest) => search_href(&rest.to_string(), None, 1),
+            None => "/".to_owned(),
+        };
+        out.push_str(&format!(
+            "<li class=\"chip\"><span>{t}</span><a class=\"remove\" href=\"{h}\" \
+             aria-label=\"Remove {t}\" title=\"Remove {t}\">×</a></li>",
+            t = escape(&text),
+            h = escape(&href),
+        ));
+    }
+    out.push_str("</ul>");
+    out
+}
+
+/// `GET /filter` — the Add filter form's server side: a redirect to the combined search, or
+/// the form again with the spec's message and the inputs kept (422).
+pub(crate) async fn apply(
+    AxumState(web): AxumState<Web>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let signed = match require_session(&web, &headers, &uri).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let input = FilterInput::parse(uri.query());
+    let refused = match combined(&input) {
+        Ok(q) => return redirect(&search_href(&q, None, 1)),
+        Err(r) => r,
+    };
+    let back = if input.base.trim().is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<p><a href=\"{}\">Back to the results of {}</a></p>",
+            escape(&search_href(input.base.trim(), None, 1)),
+            escape(input.base.trim())
+        )
+    };
+    let base_query = parse(input.base.trim()).ok();
+    let full = matches!(&base_query, Some(Query::Filter(f)) if f.is_full());
+    let body = format!(
+        "<main class=\"search\" aria-label=\"Search\">{}{}<section class=\"filter-page\">{}</section>{back}</main>",
+        form(input.base.trim()),
+        base_query.as_ref().map(chips).unwrap_or_default(),
+        add_filter(&input, full, Some(&refused)),
+    );
+    page_with(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        &refused.title,
+        Some(&signed.top()),
+        &body,
+        &["search.css", "search.js"],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(base: &str, field: &str, value: &str) -> FilterInput {
+        FilterInput {
+            base: base.into(),
+            field: field.into(),
+            value: value.into(),
+            protocol: value.into(),
+            exploit: value.into(),
+            ..FilterInput::default()
+        }
+    }
+
+    #[test]
+    fn clauses_are_checked_then_combined() {
+        let ok = |base, field, value, expect: &str| {
+            assert_eq!(combined(&input(base, field, value)).as_deref(), Ok(expect));
+        };
+        ok("port:443", "country", "DE", "port:443 country:DE");
+        ok("asn:64500", "port", "22", "port:22");
+        ok(
+            "",
+            "organization",
+            "Example Corp",
+            "organization:\"Example Corp\"",
+        );
+        ok("port:22", "protocol", "SSH", "port:22 protocol:ssh");
+        ok("", "exploit", "yes", "exploit:yes");
+        let cvss = FilterInput {
+            field: "cvss".into(),
+            cvss_min: "7".into(),
+            cvss_max: "10.0".into(),
+            ..FilterInput::default()
+        };
+        assert_eq!(combined(&cvss).as_deref(), Ok("cvss:7.0-10.0"));
+
+        let refused = |base, field, value, title: &str| {
+            let r = combined(&input(base, field, value)).unwrap_err();
+            assert_eq!(r.title, title, "{field}:{value} → {r:?}");
+        };
+        refused("", "port", "70000", "Invalid port");
+        refused("", "port", "", "Invalid port");
+        refused("", "port", "22 country:DE", "Invalid port");
+        refused("", "protocol", "gopher", "Unsupported protocol");
+        refused("", "country", "de", "Invalid country");
+        refused("", "cve", "cve-2021-1", "Invalid CVE");
+        refused("", "cpe", "nginx", "Invalid CPE");
+        refused(
+            "",
+            "certificate.name",
+            "*.example.com",
+            "Invalid certificate name",
+        );
+        refused("", "organization", "Ex\"ample", "Invalid organization");
+        refused("", "product", "", "Invalid product");
+        refused("port:22", "port", "23", "Field already used");
+        refused(
+            "port:22 protocol:ssh country:DE",
+            "cve",
+            "CVE-2021-44228",
+            REMOVE_ONE,
+        );
+        refused("", "bogus", "x", "Choose a field");
+    }
+}

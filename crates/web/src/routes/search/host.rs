@@ -1,0 +1,595 @@
+//! Host views (spec "Host result", "Location", "Domain names", "Service"): the investigation
+//! view of one address — the exact-IP view, the Selected host panel (`GET /app/host?ip=…`, a
+//! fragment) and the free host page (`GET /host?ip=…[&cursor=…]`, where "More services" leads
+//! without a script) — all from `host_detail`, and the pieces a result row shares with them
+//! (network, place, service label, matched evidence).
+
+use axum::extract::State as AxumState;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use periscope_index::{AsnSource, DomainMatchSource, HostResult, OrganizationSource};
+use periscope_model::record::{DomainSource, Evidence, Host, Location, Service};
+use periscope_service::{DetailRequest, ServiceError};
+
+use super::{caller, error_html, search_href};
+use crate::Web;
+use crate::html::{escape, page_with};
+use crate::session::{Signed, random_token, require_session, require_session_fragment};
+
+/// Services per host-detail page (the API's maximum).
+pub(crate) const DETAIL_SERVICES: u32 = 20;
+
+/// The caution of spec "Location" rule 5, shown with every place.
+pub(crate) const CAUTION: &str = "GeoIP is evidence of an address's location, not a person's \
+     location. Anything finer than country is unreliable.";
+
+/// `AS64500 Example Networks`, or empty.
+pub(crate) fn network(host: &Host) -> String {
+    match &host.network {
+        Some(n) => match &n.organization {
+            Some(org) => format!("AS{} {}", n.asn, escape(org)),
+            None => format!("AS{}", n.asn),
+        },
+        None => String::new(),
+    }
+}
+
+/// The place from coarsest to finest (continent, country, subdivisions, city), a level not
+/// recorded left out, neighbouring duplicates once (spec "Location" rules 1–2). Not escaped.
+pub(crate) fn place(l: &Location) -> String {
+    let country = l
+        .country_name
+        .clone()
+        .or_else(|| l.country_code.map(|c| c.to_string()));
+    let levels = [
+        l.continent.clone(),
+        country,
+        l.subdivision_1.clone(),
+        l.subdivision_2.clone(),
+        l.city.clone(),
+    ];
+    let mut out: Vec<String> = Vec::new();
+    for level in levels.into_iter().flatten() {
+        let level = level.trim().to_owned();
+        if level.is_empty()
+            || out
+                .last()
+                .is_some_and(|prev| prev.eq_ignore_ascii_case(&level))
+        {
+            continue;
+        }
+        out.push(level);
+    }
+    out.join(" › ")
+}
+
+/// `48.1374, 11.5755 (accuracy radius 50 km)`, or `None` without a position. Not escaped.
+pub(crate) fn coordinates(l: &Location) -> Option<String> {
+    let p = l.position?;
+    let mut out = format!("{:.4}, {:.4}", p.latitude, p.longitude);
+    match p.accuracy_radius_km {
+        Some(r) => out.push_str(&format!(" (accuracy radius {r} km)")),
+        None => out.push_str(" (accuracy radius not recorded)"),
+    }
+    Some(out)
+}
+
+/// The place of a result row (escaped).
+pub(crate) fn row_place(host: &Host) -> String {
+    host.location
+        .as_ref()
+        .map(|l| escape(&place(l)))
+        .unwrap_or_default()
+}
+
+fn domain_source(s: DomainSource) -> &'static str {
+    match s {
+        DomainSource::ReverseDns => "Reverse DNS",
+        DomainSource::DnsName => "DNS name",
+        DomainSource::Domain => "Domain",
+        DomainSource::CertificateSubject => "Certificate subject",
+        DomainSource::DomainScan => "Domain scan",
+    }
+}
+
+fn organization_source(s: OrganizationSource) -> &'static str {
+    match s {
+        OrganizationSource::AsOrganization => "AS organization",
+        OrganizationSource::WhoisDescription => "WHOIS description",
+        OrganizationSource::WhoisNetname => "WHOIS netname",
+        OrganizationSource::NetworkProvider => "Network provider",
+        OrganizationSource::CertificateSubject => "Certificate subject",
+        OrganizationSource::CertificateIssuer => "Certificate issuer",
+    }
+}
+
+fn domain_match_source(s: DomainMatchSource) -> &'static str {
+    match s {
+        DomainMatchSource::DnsResolution => "DNS resolution",
+        DomainMatchSource::StoredDomain => "Stored domain",
+        DomainMatchSource::StoredDnsName => "Stored DNS name",
+        DomainMatchSource::StoredReverseDns => "Stored reverse DNS",
+        DomainMatchSource::DomainScan => "Stored domain scan",
+    }
+}
+
+fn asn_source(s: AsnSource) -> &'static str {
+    match s {
+        AsnSource::ResearchBestAsn => "Research-dataset best ASN",
+        AsnSource::BgpBestAsn => "BGP best ASN",
+        AsnSource::NetworkAsn => "Network/location ASN",
+    }
+}
+
+/// The matched evidence of a result row with the spec's display labels, as list items.
+pub(crate) fn matched_evidence(r: &HostResult) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in &r.organization_matches {
+        let mut text = format!("{}: {}", organization_source(m.source), m.value);
+        if let Some((port, protocol)) = &m.service {
+            text.push_str(&format!(" ({port}/{protocol})"));
+        }
+        out.push(escape(&text));
+    }
+    for m in &r.domain_matches {
+        out.push(escape(&format!(
+            "{}: {}",
+            domain_match_source(m.source),
+            m.value
+        )));
+    }
+    for m in &r.asn_matches {
+        out.push(escape(&format!("{}: AS{}", asn_source(m.source), m.asn)));
+    }
+    out
+}
+
+/// `443/https nginx 1.25`, escaped.
+pub(crate) fn service_label(s: &Service) -> String {
+    let mut out = format!("{}/{}", s.port, s.protocol);
+    if let Some(p) = &s.product {
+        out.push(' ');
+        out.push_str(p);
+        if let Some(v) = &s.version {
+            out.push(' ');
+            out.push_str(v);
+        }
+    }
+    escape(&out)
+}
+
+fn pair(out: &mut String, label: &str, value: Option<String>) {
+    if let Some(v) = value.filter(|v| !v.is_empty()) {
+        out.push_str(&format!(
+            "<dt>{}</dt><dd>{}</dd>",
+            escape(label),
+            escape(&v)
+        ));
+    }
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_owned()
+}
+
+/// The typed evidence of a service: HTTP, TLS, SSH or the bounded summary. Never a banner.
+fn evidence(e: &Evidence) -> String {
+    let mut out = String::new();
+    match e {
+        Evidence::Http {
+            status_code,
+            title,
+            server,
+            tls,
+        } => {
+            out.push_str("<dl class=\"evidence http\">");
+            pair(&mut out, "HTTP status", status_code.map(|c| c.to_string()));
+            pair(&mut out, "Title", title.clone());
+            pair(&mut out, "Server", server.clone());
+            if let Some(t) = tls {
+                pair(&mut out, "TLS version", t.version.clone());
+                pair(&mut out, "Cipher suite", t.cipher_suite.clone());
+                pair(&mut out, "Issuer CN", t.issuer_common_name.clone());
+                let validity = match (t.valid_from, t.valid_until) {
+                    (Some(a), Some(b)) => Some(format!("{a} to {b}")),
+                    (Some(a), None) => Some(format!("from {a}")),
+                    (None, Some(b)) => Some(format!("until {b}")),
+                    (None, None) => None,
+                };
+                pair(&mut out, "Valid", validity);
+                pair(
+                    &mut out,
+                    "SHA-256 fingerprint",
+                    t.fingerprint_sha256.clone(),
+                );
+                pair(&mut out, "Browser-trusted", t.browser_trusted.map(yes_no));
+            }
+            out.push_str("</dl>");
+        }
+        Evidence::Ssh(s) => {
+            out.push_str("<dl class=\"evidence ssh\">");
+            pair(&mut out, "SSH protocol", s.protocol_version.clone());
+            pair(&mut out, "Software version", s.software_version.clone());
+            pair(&mut out, "Host-key algorithm", s.host_key_algorithm.clone());
+            pair(
+                &mut out,
+                "Host-key fingerprint",
+                s.host_key_fingerprint.clone(),
+            );
+            pair(&mut out, "Comments", s.comments.clone());
+            pair(&mut out, "HASSH", s.hassh.clone());
+            out.push_str("</dl>");
+        }
+        Evidence::Summary(s) => {
+            if s.fields.is_empty() {
+                return out;
+            }
+            out.push_str("<dl class=\"evidence summary\">");
+            for (k, v) in &s.fields {
+                pair(&mut out, k, Some(v.clone()));
+            }
+            out.push_str("</dl>");
+        }
+    }
+    out
+}
+
+/// One service of the inventory as table rows.
+pub(crate) fn service_row(s: &Service) -> String {
+    let product = match (&s.product, &s.version) {
+        (Some(p), Some(v)) => format!("{p} {v}"),
+        (Some(p), None) => p.clone(),
+        _ => String::new(),
+    };
+    let (cves, cvss, exploit) = match &s.vulnerabilities {
+        Some(v) => (
+            v.cve_count.to_string(),
+            v.max_cvss
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "–".into()),
+            if v.has_exploits {
+                "Exploit known"
+            } else {
+                "No exploit flag"
+            }
+            .to_owned(),
+        ),
+        None => (
+            "Enrichment unavailable".into(),
+            String::new(),
+            String::new(),
+        ),
+    };
+    let evidence: String = s.evidence.iter().map(evidence).collect();
+    let names = if s.certificate_names.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<p class=\"names\">Certificate names: {}</p>",
+            escape(&s.certificate_names.join(", "))
+        )
+    };
+    format!(
+        "<tr class=\"service\"><td>{port}</td><td>{protocol}</td><td>{product}{names}{evidence}</td>\
+         <td>{cves}</td><td>{cvss}</td><td>{exploit}</td><td>{observed}</td></tr>",
+        port = s.port,
+        protocol = escape(&s.protocol.to_string()),
+        product = escape(&product),
+        cves = escape(&cves),
+        cvss = escape(&cvss),
+        exploit = escape(&exploit),
+        observed = escape(&s.observed_at.to_string()),
+    )
+}
+
+fn sorted(services: &[Service]) -> Vec<&Service> {
+    let mut v: Vec<&Service> = services.iter().collect();
+    v.sort_by(|a, b| (a.port.get(), a.protocol.as_str()).cmp(&(b.port.get(), b.protocol.as_str())));
+    v
+}
+
+fn more_href(ip: &str, cursor: &str) -> String {
+    let mut s = url::form_urlencoded::Serializer::new(String::new());
+    s.append_pair("ip", ip).append_pair("cursor", cursor);
+    format!("/host?{}", s.finish())
+}
+
+fn more_fragment_href(ip: &str, cursor: &str) -> String {
+    let mut s = url::form_urlencoded::Serializer::new(String::new());
+    s.append_pair("ip", ip).append_pair("cursor", cursor);
+    format!("/app/host?{}", s.finish())
+}
+
+/// The "More services" control: a link to the host page (without script); `search.js` fetches
+/// `data-fragment` and appends its rows instead.
+fn more_services(ip: &str, next: Option<&str>) -> String {
+    match next {
+        Some(cursor) => format!(
+            "<p class=\"more\"><a class=\"button secondary more-services\" href=\"{}\" \
+             data-fragment=\"{}\">More services</a></p>",
+            escape(&more_href(ip, cursor)),
+            escape(&more_fragment_href(ip, cursor)),
+        ),
+        None => String::new(),
+    }
+}
+
+/// The services of one detail page (rows only) and the next "More services" control.
+pub(crate) fn services_part(host: &Host, next: Option<&str>) -> String {
+    let rows: String = sorted(&host.services)
+        .into_iter()
+        .map(service_row)
+        .collect();
+    format!(
+        "<table><tbody class=\"service-rows\">{rows}</tbody></table>{}",
+        more_services(&host.ip.to_string(), next)
+    )
+}
+
+/// The host investigation view of one address (exact-IP view, Selected host panel, host
+/// page): place, coordinates with the caution, network, WHOIS, reverse DNS, domains with
+/// their sources, and the services with their typed evidence. No map.
+pub(crate) fn host_view(host: &Host, next: Option<&str>, heading: &str) -> String {
+    let ip_text = host.ip.to_string();
+    let ip = escape(&ip_text);
+    let mut out = format!(
+        "<section class=\"host\" aria-label=\"Host {ip}\"><{heading} class=\"host-ip\" \
+         tabindex=\"-1\">{ip}</{heading}><dl class=\"facts\">"
+    );
+    let net = network(host);
+    if !net.is_empty() {
+        out.push_str(&format!("<dt>Network</dt><dd>{net}</dd>"));
+    }
+    match &host.location {
+        Some(l) => {
+            let place = place(l);
+            if !place.is_empty() {
+                out.push_str(&format!(
+                    "<dt>Location</dt><dd class=\"place\">{}</dd>",
+                    escape(&place)
+                ));
+            }
+            if let Some(c) = coordinates(l) {
+                out.push_str(&format!(
+                    "<dt>Coordinates</dt><dd class=\"coordinates\">{}</dd>",
+                    escape(&c)
+                ));
+            }
+            out.push_str(&format!(
+                "<dt>Caution</dt><dd class=\"caution\">{}</dd>",
+                escape(CAUTION)
+            ));
+        }
+        None => out.push_str("<dt>Location</dt><dd>Not recorded</dd>"),
+    }
+    if let Some(r) = &host.reverse_dns {
+        out.push_str(&format!(
+            "<dt>Reverse DNS</dt><dd class=\"reverse-dns\">{}</dd>",
+            escape(r.as_ref())
+        ));
+    }
+    out.push_str("</dl>");
+    if let Some(w) = &host.whois {
+        out.push_str("<h3>WHOIS</h3><dl class=\"whois\">");
+        pair(&mut out, "Organization", w.organization.clone());
+        pair(&mut out, "Netname", w.netname.clone());
+        pair(&mut out, "CIDR", w.cidr.map(|c| c.to_string()));
+        pair(&mut out, "Registry", w.registry.clone());
+        pair(&mut out, "Country", w.country_code.map(|c| c.to_string()));
+        out.push_str("</dl>");
+    }
+    if !host.domains.is_empty() {
+        out.push_str("<h3>Domains</h3><ul class=\"domains\">");
+        for d in &host.domains {
+            out.push_str(&format!(
+                "<li><span class=\"name\">{}</span> <span class=\"source\">{}</span></li>",
+                escape(&d.name),
+                domain_source(d.source)
+            ));
+        }
+        out.push_str("</ul>");
+        if host.domains_has_more {
+            out.push_str("<p class=\"note more-names\">More names exist.</p>");
+        }
+        out.push_str("<p class=\"note\">Stored names, not looked up; they may be stale.</p>");
+    }
+    out.push_str(
+        "<h3>Services</h3><table class=\"services\"><thead><tr><th scope=\"col\">Port</th>\
+         <th scope=\"col\">Protocol</th><th scope=\"col\">Product and evidence</th>\
+         <th scope=\"col\">CVEs</th><th scope=\"col\">Max CVSS</th>\
+         <th scope=\"col\">Exploit</th><th scope=\"col\">Observed</th></tr></thead>\
+         <tbody class=\"service-rows\">",
+    );
+    for s in sorted(&host.services) {
+        out.push_str(&service_row(s));
+    }
+    out.push_str("</tbody></table>");
+    out.push_str(&more_services(&ip_text, next));
+    out.push_str("</section>");
+    out
+}
+
+/// The `ip` and `cursor` of the host routes.
+struct HostParams {
+    ip: String,
+    cursor: Option<String>,
+}
+
+fn host_params(uri: &Uri) -> HostParams {
+    let mut out = HostParams {
+        ip: String::new(),
+        cursor: None,
+    };
+    for (k, v) in url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()) {
+        match &*k {
+            "ip" => out.ip = v.trim().to_owned(),
+            "cursor" if !v.is_empty() => out.cursor = Some(v.into_owned()),
+            _ => {}
+        }
+    }
+    out
+}
+
+async fn detail(
+    web: &Web,
+    signed: &Signed,
+    p: &HostParams,
+) -> Result<periscope_index::HostDetail, ServiceError> {
+    let Some(service) = web.inner.search.get() else {
+        return Err(ServiceError::Unavailable("no search service".into()));
+    };
+    let request_id = random_token().unwrap_or_else(|_| "web".into());
+    service
+        .host_detail(
+            &caller(signed),
+            &request_id,
+            DetailRequest {
+                ip: &p.ip,
+                limit: DETAIL_SERVICES,
+                cursor: p.cursor.as_deref(),
+            },
+        )
+        .await
+}
+
+fn fragment(status: StatusCode, html: String) -> Response {
+    let mut response = (status, html).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    crate::html::secure_headers(h);
+    response
+}
+
+/// `GET /app/host?ip=…` — the Selected host panel's content (free): the full inventory from
+/// `host_detail`, whatever the query matched. With `cursor`, the next page of services only
+/// (rows and the next "More services" control).
+pub(crate) async fn panel(
+    AxumState(web): AxumState<Web>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let signed = match require_session_fragment(&web, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let p = host_params(&uri);
+    match detail(&web, &signed, &p).await {
+        Ok(d) if p.cursor.is_some() => {
+            fragment(StatusCode::OK, services_part(&d.host, d.next.as_deref()))
+        }
+        Ok(d) => {
+            let ip = d.host.ip.to_string();
+            let view = host_view(&d.host, d.next.as_deref(), "h2");
+            fragment(
+                StatusCode::OK,
+                format!(
+                    "{view}<p><a href=\"{}\">Open the exact-IP view</a></p>",
+                    escape(&search_href(&ip, None, 1))
+                ),
+            )
+        }
+        Err(e) => {
+            let (status, html) = error_html(&e);
+            fragment(status, html)
+        }
+    }
+}
+
+/// `GET /host?ip=…[&cursor=…]` — the host view as a page (free), where "More services" leads
+/// without a script.
+pub(crate) async fn page(AxumState(web): AxumState<Web>, headers: HeaderMap, uri: Uri) -> Response {
+    let signed = match require_session(&web, &headers, &uri).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let p = host_params(&uri);
+    let (status, body) = match detail(&web, &signed, &p).await {
+        Ok(d) => (StatusCode::OK, host_view(&d.host, d.next.as_deref(), "h1")),
+        Err(e) => error_html(&e),
+    };
+    page_with(
+        status,
+        &format!("Host {}", p.ip),
+        Some(&signed.top()),
+        &format!(
+            "<main class=\"search\">{}<p><a href=\"{}\">Back to the search</a></p></main>",
+            body,
+            escape(&search_href(&p.ip, None, 1))
+        ),
+        &["search.css", "search.js"],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(levels: [Option<&str>; 5]) -> Location {
+        let [continent, country, s1, s2, city] = levels.map(|l| l.map(str::to_owned));
+        Location {
+            continent,
+            country_name: country,
+            subdivision_1: s1,
+            subdivision_2: s2,
+            city,
+            ..Location::default()
+        }
+    }
+
+    #[test]
+    fn places_read_coarse_to_fine_without_gaps_or_repeats() {
+        let check = |levels, expect: &str| assert_eq!(place(&loc(levels)), expect);
+        check(
+            [
+                Some("Europe"),
+                Some("Germany"),
+                Some("Bavaria"),
+                Some("Upper Bavaria"),
+                Some("Munich"),
+            ],
+            "Europe › Germany › Bavaria › Upper Bavaria › Munich",
+        );
+        check(
+            [
+                Some("Asia"),
+                Some("Singapore"),
+                None,
+                None,
+                Some("Singapore"),
+            ],
+            "Asia › Singapore",
+        );
+        check(
+            [None, Some("Austria"), Some("Vienna"), None, Some("Vienna")],
+            "Austria › Vienna",
+        );
+        check([None, None, None, None, None], "");
+    }
+
+    #[test]
+    fn more_services_follow_the_continuation() {
+        let host = Host {
+            ip: "240.0.0.1".parse().unwrap(),
+            location: None,
+            network: None,
+            whois: None,
+            reverse_dns: None,
+            domains: Vec::new(),
+            domains_has_more: false,
+            services: Vec::new(),
+            services_has_more: true,
+        };
+        let view = host_view(&host, Some("c/1+"), "h2");
+        assert!(
+            view.contains(
+                "href=\"/host?ip=240.0.0.1&amp;cursor=c%2F1%2B\" \
+                 data-fragment=\"/app/host?ip=240.0.0.1&amp;cursor=c%2F1%2B\">More services</a>"
+            ),
+            "{view}"
+        );
+        assert!(!host_view(&host, None, "h2").contains("More services"));
+    }
+}
