@@ -223,8 +223,20 @@ try {
     'the exact-IP host view');
   await shot(page, 'host-view');
 
-  // At a phone's width the panel opens below the list.
+  // At a phone's width nothing scrolls sideways: the empty search page, a results page, the
+  // host view.
   await page.setViewportSize({ width: 390, height: 844 });
+  for (const path of ['/', '/?q=' + encodeURIComponent('port:443') + '&page=1',
+    '/?q=' + encodeURIComponent(ip)]) {
+    await page.goto(base + path);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    const wide = width <= 390 ? '' : await page.evaluate(() => [...document.querySelectorAll('body *')]
+      .filter((e) => e.getBoundingClientRect().right > 390)
+      .map((e) => `${e.tagName.toLowerCase()}.${e.className}`).slice(0, 8).join(' '));
+    check(width <= 390, `${path} fits 390 px (${width}${wide ? `: ${wide}` : ''})`);
+  }
+
+  // At a phone's width the panel opens below the list.
   await page.goto(base + '/?q=' + encodeURIComponent('port:443') + '&page=1');
   await page.locator('a.host-link').first().click();
   await panel.locator('section.host').waitFor();
