@@ -533,6 +533,16 @@ async fn host_views_show_the_index_record_in_the_spec_words() {
                 "{}",
                 rows.body
             );
+            // The test's resolver knows no name: DNS said "not found", and the page says so
+            // beside the stored domain scans' hosts.
+            assert!(
+                rows.body.contains(
+                    "<p class=\"note domain-resolution\" data-status=\"not_found\">DNS \
+                     resolution: the name was not found"
+                ),
+                "{}",
+                rows.body
+            );
         }
         // The panel for an address without a host, in the spec's words.
         let none = browser

@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use periscope_index::HostResult;
+use periscope_service::DomainResolution;
 
 /// How long a page is kept: the search cursor's lifetime (DECISIONS.md).
 pub(crate) const LIFETIME_SECS: i64 = 600;
@@ -25,6 +26,8 @@ pub(crate) struct CachedPage {
     pub(crate) hosts: Vec<HostResult>,
     /// The cursor of the page after it, as the index gave it.
     pub(crate) next: Option<String>,
+    /// What DNS said, for a domain search.
+    pub(crate) resolution: Option<DomainResolution>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -91,6 +94,7 @@ mod tests {
         CachedPage {
             hosts: Vec::new(),
             next: Some(next.into()),
+            resolution: None,
         }
     }
 

@@ -15,7 +15,9 @@ pub(crate) mod host;
 use axum::http::StatusCode;
 use periscope_index::HostResult;
 use periscope_query::{Entry, Query, QueryKind, ViolationCode, recognize};
-use periscope_service::{Caller, DetailRequest, FieldViolation, SearchRequest, ServiceError};
+use periscope_service::{
+    Caller, DetailRequest, DomainResolution, FieldViolation, SearchRequest, ServiceError,
+};
 use periscope_state::Channel;
 
 use crate::Web;
@@ -492,6 +494,7 @@ pub(crate) async fn search_section(
     let shown = CachedPage {
         hosts: answer.hosts,
         next: answer.next_cursor.as_ref().map(|c| c.to_string()),
+        resolution: answer.domain_resolution,
     };
     out.push_str(&results(&text, &query, &shown, params.page));
     web.inner.pages.put(session, &text, params.page, now, shown);
@@ -504,9 +507,39 @@ fn query_string(text: &str) -> String {
         .finish()
 }
 
+/// What the DNS lookup of a domain search found, in words (spec "Domain resolution"): the
+/// results also come from stored domain scans, whatever DNS said.
+fn resolution_note(resolution: &DomainResolution) -> String {
+    let said = match resolution {
+        DomainResolution::Resolved(addresses) => match addresses.len() {
+            1 => "DNS resolution: the name resolved to 1 public address just now.".to_owned(),
+            n => format!("DNS resolution: the name resolved to {n} public addresses just now."),
+        },
+        DomainResolution::NotFound => {
+            "DNS resolution: the name was not found (no such name, or no A or AAAA record).".into()
+        }
+        DomainResolution::TimedOut => "DNS resolution: DNS did not answer in time.".into(),
+        DomainResolution::Failed => "DNS resolution: the lookup failed.".into(),
+        DomainResolution::NoPublicAddress => {
+            "DNS resolution: the name resolved only to private or reserved addresses, which are \
+             never searched."
+                .into()
+        }
+    };
+    format!(
+        "<p class=\"note domain-resolution\" data-status=\"{}\">{} Stored domain scans are \
+         searched whatever DNS said.</p>",
+        resolution.status(),
+        escape(&said)
+    )
+}
+
 /// The host list beside the Selected host panel, and Suggested Filters after a filter search.
 fn results(text: &str, query: &Query, shown: &CachedPage, page: u32) -> String {
     let mut out = String::new();
+    if let Some(resolution) = &shown.resolution {
+        out.push_str(&resolution_note(resolution));
+    }
     if matches!(query, Query::Filter(_)) && !shown.hosts.is_empty() {
         out.push_str(&format!(
             "<section class=\"facets\" aria-labelledby=\"facets-title\" data-fragment=\"{}\">\
@@ -551,6 +584,39 @@ mod tests {
         assert!(html.contains("CIDR too broad"), "{html}");
         let (_, html) = error_html(&ServiceError::CursorGone);
         assert!(html.contains("This result page has expired"));
+    }
+
+    #[test]
+    fn domain_resolution_is_worded_for_each_status() {
+        let ip = "240.0.0.1".parse().unwrap();
+        let notes: Vec<String> = [
+            DomainResolution::Resolved(vec![ip]),
+            DomainResolution::Resolved(vec![ip, "240.0.0.2".parse().unwrap()]),
+            DomainResolution::NotFound,
+            DomainResolution::TimedOut,
+            DomainResolution::Failed,
+            DomainResolution::NoPublicAddress,
+        ]
+        .iter()
+        .map(resolution_note)
+        .collect();
+        assert!(
+            notes[0].contains("to 1 public address just now"),
+            "{}",
+            notes[0]
+        );
+        assert!(notes[1].contains("to 2 public addresses"), "{}", notes[1]);
+        assert!(notes[2].contains("not found"), "{}", notes[2]);
+        assert!(notes[3].contains("did not answer in time"), "{}", notes[3]);
+        assert!(notes[4].contains("failed"), "{}", notes[4]);
+        assert!(notes[5].contains("private or reserved"), "{}", notes[5]);
+        for (note, status) in notes[1..].iter().zip(DomainResolution::STATUSES) {
+            assert!(
+                note.contains(&format!("data-status=\"{status}\"")),
+                "{note}"
+            );
+            assert!(note.contains("Stored domain scans are searched"), "{note}");
+        }
     }
 
     #[test]
