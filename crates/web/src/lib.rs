@@ -161,6 +161,7 @@ struct Inner {
     search: OnceLock<SearchService>,
     /// Result pages this process has shown, per session (routes/search/cache.rs).
     pages: routes::search::cache::PageCache,
+    key_forms: routes::keys::SentForms,
 }
 
 fn config_error(key: &'static str, why: impl Into<String>) -> WebError {
@@ -257,6 +258,7 @@ impl Web {
                 idle_secs: config.session_idle_secs,
                 search: OnceLock::new(),
                 pages: Default::default(),
+                key_forms: Default::default(),
             }),
         })
     }

@@ -5,6 +5,9 @@
 //! shown again); `GET /api-access/keys/{id}/revoke` asks to confirm and
 //! `POST /api-access/keys/{id}/revoke` revokes, effective at the key's next request.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use axum::extract::{Form, Path, State as AxumState};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::Response;
@@ -20,8 +23,42 @@ use crate::session::*;
 pub(crate) struct CreateForm {
     #[serde(default)]
     csrf: String,
+    /// The form's own one-time token: a form sent twice (a reload of the page that showed the
+    /// key resends it) creates one key, not two.
+    #[serde(default)]
+    form: String,
     #[serde(default)]
     name: String,
+}
+
+/// How long a create form's token is remembered (a day), and how many at most.
+const FORM_MEMORY_SECS: i64 = 86_400;
+const FORM_MEMORY_MAX: usize = 10_000;
+
+/// The create forms already sent to this instance: token → when.
+#[derive(Default)]
+pub(crate) struct SentForms(Mutex<HashMap<String, i64>>);
+
+impl SentForms {
+    /// Records `token` at `now`; false when it was sent before (within the memory).
+    fn first_use(&self, token: &str, now: i64) -> bool {
+        let mut sent = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        sent.retain(|_, at| now - *at < FORM_MEMORY_SECS);
+        if sent.contains_key(token) {
+            return false;
+        }
+        if sent.len() >= FORM_MEMORY_MAX {
+            if let Some(oldest) = sent
+                .iter()
+                .min_by_key(|(_, at)| **at)
+                .map(|(t, _)| t.clone())
+            {
+                sent.remove(&oldest);
+            }
+        }
+        sent.insert(token.to_owned(), now);
+        true
+    }
 }
 
 /// Why a key name is refused, in words for the user (the state's rules: optional, trimmed, at
@@ -154,12 +191,14 @@ async fn api_access_page(web: &Web, signed: &Signed, view: View<'_>) -> Response
         "<h2>Create key</h2>{error}<form method=\"post\" action=\"/api-access/keys\" class=\"create-key\" \
          data-busy=\"Creating…\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <input type=\"hidden\" name=\"form\" value=\"{form}\">\
          <label class=\"field\" for=\"key-name\">Name (optional, to tell keys apart)</label>\
          <input class=\"text\" id=\"key-name\" name=\"name\" type=\"text\" maxlength=\"{max}\" \
          autocomplete=\"off\" value=\"{name}\"{described}>\
          <p class=\"actions\"><button class=\"button\" type=\"submit\">Create key</button></p></form>\
          <h2>Your keys</h2>{list}</main>",
         csrf = escape(&signed.session.csrf),
+        form = escape(&random_token().unwrap_or_default()),
         max = KEY_NAME_MAX_CHARS,
         name = escape(view.name),
         described = if view.error.is_some() {
@@ -192,8 +231,8 @@ pub(crate) async fn page(AxumState(web): AxumState<Web>, headers: HeaderMap, uri
     api_access_page(&web, &signed, view).await
 }
 
-/// `POST /api-access/keys`: the answer is the page with the key, rendered once; a reload asks
-/// the browser to send the form again (which would create another key, never show this one).
+/// `POST /api-access/keys`: the answer is the page with the key, rendered once; the same form
+/// sent again (a reload) creates nothing and says so.
 pub(crate) async fn create(
     AxumState(web): AxumState<Web>,
     headers: HeaderMap,
@@ -218,6 +257,25 @@ pub(crate) async fn create(
     }
     if let Some(why) = name_refusal(&form.name) {
         return api_access_page(&web, &signed, refused(&why, &form.name)).await;
+    }
+    if form.form.is_empty()
+        || !web
+            .inner
+            .key_forms
+            .first_use(&form.form, web.inner.now().unix())
+    {
+        let view = View {
+            status: StatusCode::CONFLICT,
+            notice: Some(
+                "This form was already sent: the key it created was shown once, on the page \
+                 that answered it. No other key was created. Create another key below if you \
+                 need one.",
+            ),
+            error: None,
+            name: "",
+            created: None,
+        };
+        return api_access_page(&web, &signed, view).await;
     }
     let name = Some(form.name.trim()).filter(|n| !n.is_empty());
     match web

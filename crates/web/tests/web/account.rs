@@ -60,15 +60,27 @@ async fn signed_in(
 async fn create_key(app: &App, browser: &Browser, name: &str) -> (String, Page) {
     let form = browser.get(&app.url("/api-access")).await;
     assert_eq!(form.status, 200, "{}", form.body);
-    let created = browser
-        .post(
-            &app.url("/api-access/keys"),
-            &[("csrf", &form.csrf()), ("name", name)],
-        )
-        .await;
+    let sent = [
+        ("csrf", form.csrf()),
+        ("form", form.hidden("form")),
+        ("name", name.to_owned()),
+    ];
+    let sent: Vec<(&str, &str)> = sent.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let created = browser.post(&app.url("/api-access/keys"), &sent).await;
     assert_eq!(created.status, 200, "{}", created.body);
     let key = shown_key(&created).expect("the new key is shown");
     assert!(is_well_formed_key(&key), "{key}");
+    // The same form sent again (a reload of the page that showed the key) creates nothing and
+    // shows no key.
+    let again = browser.post(&app.url("/api-access/keys"), &sent).await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert!(
+        again.body.contains("This form was already sent"),
+        "{}",
+        again.body
+    );
+    assert!(shown_key(&again).is_none());
+    assert!(!again.body.contains(&key));
     (key, created)
 }
 
@@ -413,6 +425,11 @@ async fn api_keys_are_shown_once_used_listed_and_revoked() {
 
         // Created: shown once, not cacheable, with the warning.
         let (key, created) = create_key(&app, &browser, "CI <deploy>").await;
+        assert_eq!(
+            fixture.state.keys_of(account.id).await.unwrap().len(),
+            1,
+            "one key, although the form was sent twice"
+        );
         assert_eq!(created.headers["cache-control"], "no-store");
         assert!(created.body.contains("Keep the key out of source control"));
         assert!(created.body.contains("revoke it below"));
