@@ -47,14 +47,13 @@ impl SentForms {
         if sent.contains_key(token) {
             return false;
         }
-        if sent.len() >= FORM_MEMORY_MAX {
-            if let Some(oldest) = sent
+        if sent.len() >= FORM_MEMORY_MAX
+            && let Some(oldest) = sent
                 .iter()
                 .min_by_key(|(_, at)| **at)
                 .map(|(t, _)| t.clone())
-            {
-                sent.remove(&oldest);
-            }
+        {
+            sent.remove(&oldest);
         }
         sent.insert(token.to_owned(), now);
         true
