@@ -306,6 +306,22 @@ pub(crate) struct CsrfForm {
     pub(crate) consent: String,
 }
 
+/// [`require_session`] for a form's POST: the session, and the form's CSRF token (`csrf`)
+/// checked against it; otherwise the page to show instead ("This form has expired" for a
+/// token that is not the session's).
+pub(crate) async fn require_form(
+    web: &Web,
+    headers: &HeaderMap,
+    uri: &Uri,
+    csrf: &str,
+) -> Result<Signed, Response> {
+    let signed = require_session(web, headers, uri).await?;
+    if !same(csrf, &signed.session.csrf) {
+        return Err(csrf_refused(Some(&signed.top())));
+    }
+    Ok(signed)
+}
+
 pub(crate) fn csrf_refused(top: Option<&TopBar<'_>>) -> Response {
     tracing::warn!("a form without a valid CSRF token was refused");
     message(

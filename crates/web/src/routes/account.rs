@@ -86,13 +86,10 @@ pub(crate) async fn marketing(
     uri: Uri,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let mut signed = match require_session(&web, &headers, &uri).await {
+    let mut signed = match require_form(&web, &headers, &uri, &form.csrf).await {
         Ok(signed) => signed,
         Err(page) => return page,
     };
-    if !same(&form.csrf, &signed.session.csrf) {
-        return csrf_refused(Some(&signed.top()));
-    }
     let consent = match form.consent.as_str() {
         "withdraw" => false,
         "give" => true,

@@ -238,13 +238,10 @@ pub(crate) async fn create(
     uri: Uri,
     Form(form): Form<CreateForm>,
 ) -> Response {
-    let signed = match require_session(&web, &headers, &uri).await {
+    let signed = match require_form(&web, &headers, &uri, &form.csrf).await {
         Ok(signed) => signed,
         Err(page) => return page,
     };
-    if !same(&form.csrf, &signed.session.csrf) {
-        return csrf_refused(Some(&signed.top()));
-    }
     fn refused<'a>(why: &'a str, name: &'a str) -> View<'a> {
         View {
             status: StatusCode::UNPROCESSABLE_ENTITY,
@@ -391,13 +388,10 @@ pub(crate) async fn revoke(
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let signed = match require_session(&web, &headers, &uri).await {
+    let signed = match require_form(&web, &headers, &uri, &form.csrf).await {
         Ok(signed) => signed,
         Err(page) => return page,
     };
-    if !same(&form.csrf, &signed.session.csrf) {
-        return csrf_refused(Some(&signed.top()));
-    }
     let key = match own_key(&web, &signed, &id).await {
         Ok(Some(key)) => key,
         Ok(None) => return no_such_key(&signed),

@@ -110,13 +110,10 @@ pub(crate) async fn submit(
     uri: Uri,
     Form(form): Form<ReportForm>,
 ) -> Response {
-    let signed = match require_session(&web, &headers, &uri).await {
+    let signed = match require_form(&web, &headers, &uri, &form.csrf).await {
         Ok(signed) => signed,
         Err(page) => return page,
     };
-    if !same(&form.csrf, &signed.session.csrf) {
-        return csrf_refused(Some(&signed.top()));
-    }
     let description = normalise(&form.description);
     if let Some(why) = refusal(&description) {
         return form_page(

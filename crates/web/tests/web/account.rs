@@ -9,7 +9,7 @@ use periscope_signin::BANNER;
 use periscope_state::testing::on_each_backend;
 use periscope_state::{DailyLimit, Email, is_well_formed_key};
 
-use crate::browser::{chromium, ready, suite_dir};
+use crate::browser::{artifacts, node_suite, ready};
 use crate::journey::{register_via_outbox, sign_in_via_web};
 use crate::search::service;
 use crate::support::*;
@@ -498,19 +498,6 @@ async fn api_keys_are_shown_once_used_listed_and_revoked() {
 /// Where the browser suite saves its screenshots: `PERISCOPE_ARTIFACTS`, else
 /// `browser-artifacts` in `CARGO_TARGET_DIR`, else in the temporary directory — never in the
 /// repository.
-fn artifacts(backend: &str) -> std::path::PathBuf {
-    let root = std::env::var_os("PERISCOPE_ARTIFACTS")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR")
-                .map(|t| std::path::PathBuf::from(t).join("browser-artifacts"))
-        })
-        .unwrap_or_else(|| std::env::temp_dir().join("periscope-browser-artifacts"));
-    let dir = root.join(format!("account-{backend}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn account_in_chromium() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -522,22 +509,11 @@ async fn account_in_chromium() {
         // One search in this session before the script reads the ring: 19 of 20.
         let first = browser.get(&app.url("/?q=port%3A443")).await;
         assert_eq!(ring_text(&first), "19 of 20 searches left today");
-        let backend = match &fixture.target {
-            periscope_state::testing::Target::Sqlite(_) => "sqlite",
-            periscope_state::testing::Target::Postgres(_) => "postgres",
-        };
-        let artifacts = artifacts(backend);
-        let mut child = tokio::process::Command::new("node")
-            .arg(suite_dir().join("account.mjs"))
-            .env("PERISCOPE_BASE", &app.origin)
-            .env("PERISCOPE_SESSION", &session)
-            .env("PERISCOPE_BANNER", BANNER)
-            .env("PERISCOPE_CHROMIUM", chromium())
-            .env("PERISCOPE_ARTIFACTS", &artifacts)
+        let artifacts = artifacts("account", &fixture);
+        let mut child = node_suite("account.mjs", &app.origin, &session, &artifacts)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
             .expect("node runs");
         let mut stdin = child.stdin.take().unwrap();

@@ -58,6 +58,42 @@ pub(crate) fn ready() -> bool {
     false
 }
 
+/// Where a suite's screenshots go: `$PERISCOPE_ARTIFACTS`, else
+/// `$CARGO_TARGET_DIR/browser-artifacts`, else the temporary directory; then `<suite>-<backend>`
+/// below it (created, and printed).
+pub(crate) fn artifacts(suite: &str, fixture: &periscope_state::testing::Fixture) -> PathBuf {
+    let root = std::env::var_os("PERISCOPE_ARTIFACTS")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR").map(|t| PathBuf::from(t).join("browser-artifacts"))
+        })
+        .unwrap_or_else(|| std::env::temp_dir().join("periscope-browser-artifacts"));
+    let dir = root.join(format!("{suite}-{:?}", fixture.state.backend()).to_lowercase());
+    std::fs::create_dir_all(&dir).unwrap();
+    eprintln!("screenshots of {suite}: {}", dir.display());
+    dir
+}
+
+/// `node <script>` from the suite directory with what every script reads: the server's origin,
+/// a signed-in session cookie, the banner, Chromium and where to save screenshots.
+pub(crate) fn node_suite(
+    script: &str,
+    origin: &str,
+    session: &str,
+    artifacts: &Path,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(suite_dir().join(script))
+        .env("PERISCOPE_BASE", origin)
+        .env("PERISCOPE_SESSION", session)
+        .env("PERISCOPE_BANNER", BANNER)
+        .env("PERISCOPE_CHROMIUM", chromium())
+        .env("PERISCOPE_ARTIFACTS", artifacts)
+        .kill_on_drop(true);
+    command
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_search_page_in_chromium() {
     if !ready() {
@@ -79,23 +115,12 @@ async fn the_search_page_in_chromium() {
             .unwrap()
             .ip
             .to_string();
-        let artifacts = std::env::var_os("CARGO_TARGET_DIR")
-            .map_or_else(std::env::temp_dir, PathBuf::from)
-            .join("browser-artifacts");
-        std::fs::create_dir_all(&artifacts).unwrap();
-        eprintln!("screenshots: {}", artifacts.display());
-        let mut child = tokio::process::Command::new("node")
-            .arg(suite_dir().join("search.mjs"))
-            .env("PERISCOPE_BASE", &app.origin)
-            .env("PERISCOPE_SESSION", &session)
+        let artifacts = artifacts("search", &fixture);
+        let mut child = node_suite("search.mjs", &app.origin, &session, &artifacts)
             .env("PERISCOPE_IP", &ip)
-            .env("PERISCOPE_BANNER", BANNER)
-            .env("PERISCOPE_CHROMIUM", chromium())
-            .env("PERISCOPE_ARTIFACTS", &artifacts)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
             .expect("node runs");
         let mut stdin = child.stdin.take().unwrap();

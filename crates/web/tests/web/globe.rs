@@ -5,8 +5,6 @@
 //! returns to Results. In Chromium (`tests/browser/globe.mjs`): the levels requested as the
 //! globe zooms, the cache, a failing or hanging finer level, the labels, staying in the Globe.
 
-use std::path::PathBuf;
-
 use periscope_api_types::ExposureResponse;
 use periscope_model::Timestamp;
 use periscope_service::{Caller, ExposureRequest};
@@ -14,7 +12,7 @@ use periscope_state::testing::on_each_backend;
 use periscope_state::{Channel, Email, UtcDay};
 use serde_json::Value;
 
-use crate::browser::{chromium, ready, suite_dir};
+use crate::browser::{artifacts, node_suite, ready};
 use crate::journey::{register_via_outbox, sign_in_via_web};
 use crate::search::{data, service};
 use crate::support::*;
@@ -212,16 +210,6 @@ async fn the_exposure_route_answers_the_api_exposure_free_of_charge() {
 
 /// Where the browser suites save screenshots: `$CARGO_TARGET_DIR/browser-artifacts` (the
 /// workspace's `target/` by default), never the repository's sources.
-fn artifacts() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
-        PathBuf::from,
-    );
-    let dir = target.join("browser-artifacts");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_globe_in_chromium() {
     if !ready() {
@@ -235,16 +223,8 @@ async fn the_globe_in_chromium() {
         register_via_outbox(&app, &browser, email, "Example Ltd", password).await;
         let (_, session, _, _) =
             sign_in_via_web(&app, &browser, "/signin?return_to=%2F", email, password).await;
-        let dir = artifacts().join(format!("globe-{:?}", fixture.state.backend()).to_lowercase());
-        std::fs::create_dir_all(&dir).unwrap();
-        eprintln!("screenshots of the Globe: {}", dir.display());
-        let out = tokio::process::Command::new("node")
-            .arg(suite_dir().join("globe.mjs"))
-            .env("PERISCOPE_BASE", &app.origin)
-            .env("PERISCOPE_SESSION", &session)
-            .env("PERISCOPE_ARTIFACTS", &dir)
-            .env("PERISCOPE_CHROMIUM", chromium())
-            .kill_on_drop(true)
+        let dir = artifacts("globe", &fixture);
+        let out = node_suite("globe.mjs", &app.origin, &session, &dir)
             .output()
             .await
             .expect("node runs");
