@@ -269,6 +269,14 @@ impl Web {
         self.inner.search.set(service).is_ok()
     }
 
+    /// The search service, or the refusal that says search is temporarily unavailable.
+    pub(crate) fn service(&self) -> Result<&SearchService, periscope_service::ServiceError> {
+        self.inner
+            .search
+            .get()
+            .ok_or_else(|| periscope_service::ServiceError::Unavailable("no search service".into()))
+    }
+
     /// The application's routes, for the root of its public URL.
     pub fn router(&self) -> Router {
         Router::new()

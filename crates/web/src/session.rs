@@ -11,6 +11,11 @@ use periscope_state::{Account, WebSession, WebSessionLookup};
 use crate::html::{self, Ring, TopBar, message};
 use crate::{CALLBACK_PATH, SESSION_COOKIE, SIGN_IN_TO_SEARCH, UNAVAILABLE, Web};
 
+/// A request id for the search service (random; `web` if the system has no randomness).
+pub(crate) fn request_id() -> String {
+    random_token().unwrap_or_else(|_| "web".into())
+}
+
 /// 32 random bytes, base64url.
 pub(crate) fn random_token() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];
@@ -134,11 +139,7 @@ pub(crate) async fn read_ring(web: &Web, account: &Account) -> Ring {
     let inner = &web.inner;
     let usage = match inner.search.get() {
         Some(service) => {
-            let caller = periscope_service::Caller {
-                account: account.clone(),
-                key: None,
-                channel: periscope_state::Channel::Web,
-            };
+            let caller = crate::routes::search::caller(account);
             service.allowance(&caller).await.map_err(|e| e.to_string())
         }
         None => match account.daily_limit {

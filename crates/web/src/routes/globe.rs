@@ -12,14 +12,13 @@ use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use periscope_api_types::ExposureResponse;
-use periscope_service::{Caller, ExposureRequest, ServiceError};
-use periscope_state::Channel;
+use periscope_service::{ExposureRequest, ServiceError};
 
 use crate::Web;
 use crate::assets::href;
 use crate::html::{escape, secure_headers};
 use crate::routes::search::error_wording;
-use crate::session::{random_token, require_session_fragment};
+use crate::session::{request_id, require_session_fragment};
 
 /// The assets a page with the Globe loads after `app.js`, in order.
 pub(crate) const ASSETS: &[&str] = &[
@@ -135,16 +134,15 @@ pub(crate) async fn exposure(
         Err(response) => return response,
     };
     let params = Params::parse(uri.query());
-    let Some(service) = web.inner.search.get() else {
-        let (status, body) = error_body(&ServiceError::Unavailable("no search service".into()));
-        return json(status, body);
+    let service = match web.service() {
+        Ok(service) => service,
+        Err(e) => {
+            let (status, body) = error_body(&e);
+            return json(status, body);
+        }
     };
-    let caller = Caller {
-        account: signed.account,
-        key: None,
-        channel: Channel::Web,
-    };
-    let request_id = random_token().unwrap_or_else(|_| "web".into());
+    let caller = crate::routes::search::caller(&signed.account);
+    let request_id = request_id();
     let answer = service
         .exposure(
             &caller,

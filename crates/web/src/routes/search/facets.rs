@@ -13,7 +13,7 @@ use super::filters::REMOVE_ONE;
 use super::{caller, search_href};
 use crate::Web;
 use crate::html::escape;
-use crate::session::{random_token, require_session_fragment};
+use crate::session::{request_id, require_session_fragment};
 
 fn fragment(status: StatusCode, html: String) -> Response {
     let mut response = (status, html).into_response();
@@ -63,12 +63,13 @@ pub(crate) async fn count(
         Err(r) => return r,
     };
     let q = query_param(&uri);
-    let answer = match web.inner.search.get() {
-        Some(service) => {
-            let id = random_token().unwrap_or_else(|_| "web".into());
-            service.count(&caller(&signed), &id, &q).await
+    let answer = match web.service() {
+        Ok(service) => {
+            service
+                .count(&caller(&signed.account), &request_id(), &q)
+                .await
         }
-        None => Err(ServiceError::Unavailable("no search service".into())),
+        Err(e) => Err(e),
     };
     match answer {
         Ok(c) => fragment(
@@ -99,12 +100,13 @@ pub(crate) async fn facets(
         Err(r) => return r,
     };
     let q = query_param(&uri);
-    let answer = match web.inner.search.get() {
-        Some(service) => {
-            let id = random_token().unwrap_or_else(|_| "web".into());
-            service.facets(&caller(&signed), &id, &q).await
+    let answer = match web.service() {
+        Ok(service) => {
+            service
+                .facets(&caller(&signed.account), &request_id(), &q)
+                .await
         }
-        None => Err(ServiceError::Unavailable("no search service".into())),
+        Err(e) => Err(e),
     };
     let answer = match answer {
         Ok(a) => a,

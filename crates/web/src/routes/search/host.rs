@@ -14,7 +14,7 @@ use periscope_service::{DetailRequest, ServiceError};
 use super::{caller, error_html, search_href};
 use crate::Web;
 use crate::html::{escape, page_with};
-use crate::session::{Signed, random_token, require_session, require_session_fragment};
+use crate::session::{Signed, request_id, require_session, require_session_fragment};
 
 /// Services per host-detail page (the API's maximum).
 pub(crate) const DETAIL_SERVICES: u32 = 20;
@@ -435,13 +435,11 @@ async fn detail(
     signed: &Signed,
     p: &HostParams,
 ) -> Result<periscope_index::HostDetail, ServiceError> {
-    let Some(service) = web.inner.search.get() else {
-        return Err(ServiceError::Unavailable("no search service".into()));
-    };
-    let request_id = random_token().unwrap_or_else(|_| "web".into());
+    let service = web.service()?;
+    let request_id = request_id();
     service
         .host_detail(
-            &caller(signed),
+            &caller(&signed.account),
             &request_id,
             DetailRequest {
                 ip: &p.ip,

@@ -22,7 +22,7 @@ use periscope_state::Channel;
 
 use crate::Web;
 use crate::html::escape;
-use crate::session::{Signed, random_token};
+use crate::session::{Signed, request_id};
 use cache::CachedPage;
 use filters::{FilterInput, add_filter, chips};
 use host::{DETAIL_SERVICES, host_view, matched_evidence, network, row_place, service_label};
@@ -96,9 +96,9 @@ fn page_href(q: &str, cursor: Option<&str>, page: u32) -> String {
 }
 
 /// The signed-in account as the search service's caller (the browser channel).
-pub(crate) fn caller(signed: &Signed) -> Caller {
+pub(crate) fn caller(account: &periscope_state::Account) -> Caller {
     Caller {
-        account: signed.account.clone(),
+        account: account.clone(),
         key: None,
         channel: Channel::Web,
     }
@@ -424,12 +424,15 @@ pub(crate) async fn search_section(
         ));
     }
     out.push_str("</div>");
-    let Some(service) = web.inner.search.get() else {
-        let (status, html) = error_html(&ServiceError::Unavailable("no search service".into()));
-        return (status, out + &html);
+    let service = match web.service() {
+        Ok(service) => service,
+        Err(e) => {
+            let (status, html) = error_html(&e);
+            return (status, out + &html);
+        }
     };
-    let caller = caller(signed);
-    let request_id = random_token().unwrap_or_else(|_| "web".into());
+    let caller = caller(&signed.account);
+    let request_id = request_id();
     let session = signed.session.csrf.as_str();
     let now = web.inner.clock.now();
     if kind != QueryKind::Ip && params.page_given {
