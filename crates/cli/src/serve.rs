@@ -225,6 +225,10 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
     if let Some(signin) = &signin {
         router = router.nest(signin.mount_path(), signin.router());
     }
+    if demo.is_some() {
+        // Every page of the demo says the data is synthetic (DECISIONS.md).
+        router = router.layer(axum::middleware::map_response(periscope_web::mark_demo));
+    }
     let purger = {
         let (browser, signin) = (browser.clone(), signin.clone());
         tokio::spawn(async move {

@@ -393,6 +393,19 @@ fn serve_demo_mounts_the_sign_in_service_and_the_web_application() {
     let (status, body) = http(&address, "GET", "/auth/register", None, "");
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("Preview: Periscope"), "{body}");
+    // `--demo`: every page says the data is synthetic, the API's JSON is untouched.
+    for path in ["/", "/auth/register", "/quickstart"] {
+        let (status, body) = http(&address, "GET", path, None, "");
+        assert_eq!(status, 200, "{path}: {body}");
+        let banner = body.find("class=\"banner\"").unwrap_or(usize::MAX);
+        let notice = body.find("class=\"banner demo\"");
+        assert!(
+            notice.is_some_and(|n| n > banner) && body.contains("shown here is synthetic"),
+            "{path}: {body}"
+        );
+    }
+    let (_, openapi) = http(&address, "GET", "/v1/openapi.json", None, "");
+    assert!(!openapi.contains("shown here is synthetic"));
     // The API is still beside them.
     assert_eq!(http(&address, "GET", "/healthz", None, "").0, 200);
 

@@ -39,9 +39,11 @@
 //!   session, and to `/report-a-problem` (stored for the administrator, no reply) and
 //!   `/api-access` (create a key shown once, list, revoke after a confirmation step).
 //! - Every state-changing form carries the session's CSRF token; every page carries the
-//!   preview banner of spec §5 and loads nothing from anywhere.
+//!   preview banner of spec §5 and loads nothing from anywhere. [`mark_demo`] adds the demo's
+//!   "the data is synthetic" notice under it (`periscope serve --demo`).
 
 mod assets;
+mod demo;
 mod html;
 mod oidc;
 mod routes;
@@ -57,6 +59,7 @@ use periscope_service::SearchService;
 use periscope_signin::Clock;
 use periscope_state::{State, StateError};
 
+pub use demo::{DEMO_NOTICE, mark_demo};
 use oidc::RelyingParty;
 
 /// The session cookie.
