@@ -4,10 +4,11 @@
 //! (e-mail captured by a real SMTP server, aiosmtpd), sign-in through the web application,
 //! idle expiry, signing in again and sign-out, and every refusal; `interop` signs in through
 //! npm's `oidc-provider`, an independent certified provider; `search` runs the search bar over
-//! a synthetic index; `browser` runs it in Chromium (playwright-core); `globe` checks the
-//! Globe's exposure JSON and runs the Globe in Chromium; `account` checks the account menu,
-//! the public pages, problem reports and API keys (reqwest and Chromium). Every test also
-//! checks that the secrets it saw never reached the log.
+//! a synthetic index; `browser` runs it in Chromium (playwright-core); `journey_browser` has
+//! Chromium itself register, confirm, sign in, search and sign out, with no session handed in;
+//! `globe` checks the Globe's exposure JSON and runs the Globe in Chromium; `account` checks the
+//! account menu, the public pages, problem reports and API keys (reqwest and Chromium). Every
+//! test also checks that the secrets it saw never reached the log.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)] // Test code: a panic is the report.
 
@@ -16,5 +17,6 @@ mod browser;
 mod globe;
 mod interop;
 mod journey;
+mod journey_browser;
 mod search;
 mod support;
