@@ -9,7 +9,7 @@ use periscope_signin::BANNER;
 use periscope_state::testing::on_each_backend;
 use periscope_state::{DailyLimit, Email, is_well_formed_key};
 
-use crate::browser::{artifacts, node_suite, ready};
+use crate::browser::{artifacts, converse, node_suite, ready};
 use crate::journey::{register_via_outbox, sign_in_via_web};
 use crate::search::service;
 use crate::support::*;
@@ -500,7 +500,6 @@ async fn api_keys_are_shown_once_used_listed_and_revoked() {
 /// repository.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn account_in_chromium() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     if !ready() {
         return;
     }
@@ -510,44 +509,29 @@ async fn account_in_chromium() {
         let first = browser.get(&app.url("/?q=port%3A443")).await;
         assert_eq!(ring_text(&first), "19 of 20 searches left today");
         let artifacts = artifacts("account", &fixture);
-        let mut child = node_suite("account.mjs", &app.origin, &session, &artifacts)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("node runs");
-        let mut stdin = child.stdin.take().unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut stdout = String::new();
-        let mut key = None;
+        let key = std::sync::Mutex::new(None);
+        let (app_ref, key_ref) = (&app, &key);
         // The script prints the key it created and copied, then waits while it is used here.
-        while let Some(line) = lines.next_line().await.unwrap() {
-            stdout.push_str(&line);
-            stdout.push('\n');
-            if let Some(k) = line.strip_prefix("key: ") {
-                let k = k.trim().to_owned();
-                assert!(is_well_formed_key(&k), "{k}");
-                let (status, body) = api_get(&app, &k, "/v1/allowance").await;
-                assert_eq!(status, 200, "{body}");
-                assert_eq!(body["allowance"]["remaining"], 19, "{body}");
-                let (status, body) = api_search(&app, &k, "port:443").await;
-                assert_eq!(status, 200, "{body}");
-                stdin.write_all(b"used\n").await.unwrap();
-                stdin.flush().await.unwrap();
-                key = Some(k);
-            }
-        }
-        let out = child.wait_with_output().await.expect("node ends");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "the browser suite failed:\n{stdout}\n{stderr}"
-        );
-        assert!(stdout.contains("ok: no request left"), "{stdout}");
-        eprintln!("{stdout}\nscreenshots: {}", artifacts.display());
+        let mut command = node_suite("account.mjs", &app.origin, &session, &artifacts);
+        converse(&mut command, "the account suite", |line| async move {
+            let k = line.strip_prefix("key: ")?.trim().to_owned();
+            assert!(is_well_formed_key(&k), "{k}");
+            let (status, body) = api_get(app_ref, &k, "/v1/allowance").await;
+            assert_eq!(status, 200, "{body}");
+            assert_eq!(body["allowance"]["remaining"], 19, "{body}");
+            let (status, body) = api_search(app_ref, &k, "port:443").await;
+            assert_eq!(status, 200, "{body}");
+            *key_ref.lock().unwrap() = Some(k);
+            Some("used".to_owned())
+        })
+        .await;
+        eprintln!("screenshots: {}", artifacts.display());
 
         // Revoked in the browser: the key's next request is refused.
-        let key = key.expect("the script printed the key");
+        let key = key
+            .into_inner()
+            .unwrap()
+            .expect("the script printed the key");
         let (status, body) = api_get(&app, &key, "/v1/allowance").await;
         assert_eq!(status, 401, "revoked in the browser: {body}");
         assert_eq!(body["code"], "unauthorized");

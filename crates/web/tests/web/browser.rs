@@ -94,6 +94,71 @@ pub(crate) fn node_suite(
     command
 }
 
+/// Runs a suite script to its end and answers its questions: each line of its output that
+/// `answer` replies to (`Some`) is answered on the script's stdin; the other lines are its
+/// report. Asserts that the script succeeded and that no request left the origin; returns the
+/// report (also printed).
+pub(crate) async fn converse<F, Fut>(
+    command: &mut tokio::process::Command,
+    what: &str,
+    mut answer: F,
+) -> String
+where
+    F: FnMut(String) -> Fut,
+    Fut: std::future::Future<Output = Option<String>>,
+{
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut report = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        report.push_str(&line);
+        report.push('\n');
+        if let Some(reply) = answer(line).await {
+            stdin
+                .write_all(format!("{reply}\n").as_bytes())
+                .await
+                .unwrap();
+            stdin.flush().await.unwrap();
+        }
+    }
+    let out = child.wait_with_output().await.expect("node ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what} failed:\n{report}\n{stderr}");
+    assert!(report.contains("ok: no request left"), "{report}");
+    eprintln!("{report}");
+    report
+}
+
+/// The searches `email`'s account has been charged today (a script's `ASK allowance`).
+pub(crate) async fn searches_used(
+    fixture: &periscope_state::testing::Fixture,
+    search: &periscope_service::SearchService,
+    email: &str,
+) -> u32 {
+    let account = fixture
+        .state
+        .account_by_email(&Email::parse(email).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let caller = Caller {
+        account,
+        key: None,
+        channel: Channel::Web,
+    };
+    search
+        .allowance(&caller)
+        .await
+        .unwrap()
+        .map_or(0, |u| u.used)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_search_page_in_chromium() {
     if !ready() {
@@ -116,65 +181,26 @@ async fn the_search_page_in_chromium() {
             .ip
             .to_string();
         let artifacts = artifacts("search", &fixture);
-        let mut child = node_suite("search.mjs", &app.origin, &session, &artifacts)
-            .env("PERISCOPE_IP", &ip)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("node runs");
-        let mut stdin = child.stdin.take().unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut stdout = String::new();
+        let mut command = node_suite("search.mjs", &app.origin, &session, &artifacts);
+        command.env("PERISCOPE_IP", &ip);
+        let (fixture, search, app) = (&fixture, &search, &app);
         // The script's questions: `ASK allowance` (searches charged today) and `ASK expire`
         // (the session idles out).
-        while let Some(line) = lines.next_line().await.unwrap() {
-            let answer = match line.as_str() {
-                "ASK allowance" => {
-                    let account = fixture
-                        .state
-                        .account_by_email(&Email::parse(email).unwrap())
-                        .await
-                        .unwrap()
-                        .unwrap();
-                    let caller = Caller {
-                        account,
-                        key: None,
-                        channel: Channel::Web,
-                    };
-                    let used = search
-                        .allowance(&caller)
-                        .await
-                        .unwrap()
-                        .map_or(0, |u| u.used);
-                    Some(used.to_string())
-                }
+        let stdout = converse(&mut command, "the search suite", |line| async move {
+            match line.as_str() {
+                "ASK allowance" => Some(searches_used(fixture, search, email).await.to_string()),
                 "ASK expire" => {
                     app.clock.advance(periscope_web::DEFAULT_IDLE_SECS + 1);
                     Some("expired".to_owned())
                 }
                 _ => None,
-            };
-            match answer {
-                Some(a) => stdin.write_all(format!("{a}\n").as_bytes()).await.unwrap(),
-                None => {
-                    stdout.push_str(&line);
-                    stdout.push('\n');
-                }
             }
-        }
-        let out = child.wait_with_output().await.expect("node ends");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "the browser suite failed:\n{stdout}\n{stderr}"
-        );
-        assert!(stdout.contains("ok: no request left"), "{stdout}");
+        })
+        .await;
         assert!(
             stdout.contains("ok: previous page costs nothing"),
             "{stdout}"
         );
-        eprintln!("{stdout}");
     })
     .await;
 }

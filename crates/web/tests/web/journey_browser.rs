@@ -7,12 +7,10 @@
 //! asking for the password again. No request may leave 127.0.0.1 and the password never reaches
 //! the log.
 
-use periscope_service::Caller;
+use periscope_state::Email;
 use periscope_state::testing::on_each_backend;
-use periscope_state::{Channel, Email};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::browser::{artifacts, node_suite, ready};
+use crate::browser::{artifacts, converse, node_suite, ready, searches_used};
 use crate::search::service;
 use crate::support::*;
 
@@ -43,66 +41,31 @@ async fn the_newcomer_journey_in_chromium() {
         assert!(app.web.set_search(search.clone()));
         let (email, password) = ("noor@example.com", "cedar window patiently 58");
         let artifacts = artifacts("journey", &fixture);
-        let mut child = node_suite("journey.mjs", &app.origin, "", &artifacts)
+        let mut command = node_suite("journey.mjs", &app.origin, "", &artifacts);
+        command
             .env("PERISCOPE_EMAIL", email)
-            .env("PERISCOPE_PASSWORD", password)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("node runs");
-        let mut stdin = child.stdin.take().unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut stdout = String::new();
-        let mut links = Vec::new();
+            .env("PERISCOPE_PASSWORD", password);
+        let links = std::sync::Mutex::new(Vec::new());
+        let (fixture_ref, search, app_ref, links_ref) = (&fixture, &search, &app, &links);
         // The script's questions: `ASK link <email>` (the e-mail's confirmation link) and
         // `ASK allowance` (searches charged today).
-        while let Some(line) = lines.next_line().await.unwrap() {
-            let answer = if let Some(to) = line.strip_prefix("ASK link ") {
-                let link = link_from_outbox(&app, to).unwrap_or_default();
-                links.push(link.clone());
+        let stdout = converse(&mut command, "the journey in Chromium", |line| async move {
+            if let Some(to) = line.strip_prefix("ASK link ") {
+                let link = link_from_outbox(app_ref, to).unwrap_or_default();
+                links_ref.lock().unwrap().push(link.clone());
                 Some(link)
             } else if line == "ASK allowance" {
-                let account = fixture
-                    .state
-                    .account_by_email(&Email::parse(email).unwrap())
-                    .await
-                    .unwrap()
-                    .unwrap();
-                let caller = Caller {
-                    account,
-                    key: None,
-                    channel: Channel::Web,
-                };
-                let used = search
-                    .allowance(&caller)
-                    .await
-                    .unwrap()
-                    .map_or(0, |u| u.used);
-                Some(used.to_string())
+                Some(searches_used(fixture_ref, search, email).await.to_string())
             } else {
                 None
-            };
-            match answer {
-                Some(a) => stdin.write_all(format!("{a}\n").as_bytes()).await.unwrap(),
-                None => {
-                    stdout.push_str(&line);
-                    stdout.push('\n');
-                }
             }
-        }
-        let out = child.wait_with_output().await.expect("node ends");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "the journey in Chromium failed:\n{stdout}\n{stderr}"
-        );
-        assert!(stdout.contains("ok: no request left"), "{stdout}");
+        })
+        .await;
+        let links = links.into_inner().unwrap();
         assert!(
             stdout.contains("ok: after signing out, /signin asks for the password again"),
             "{stdout}"
         );
-        eprintln!("{stdout}");
 
         // The browser did register: the account exists, with the terms accepted and the
         // organisation as typed.
