@@ -7,7 +7,7 @@
 
 use periscope_signin::BANNER;
 use periscope_state::testing::on_each_backend;
-use periscope_state::{DailyLimit, Email, is_well_formed_key};
+use periscope_state::{DailyLimit, is_well_formed_key};
 
 use crate::browser::{artifacts, converse, node_suite, ready};
 use crate::journey::{register_via_outbox, sign_in_via_web};
@@ -273,12 +273,7 @@ async fn public_pages_quickstart_commands_and_the_ring() {
         }
 
         // No daily limit is not zero.
-        let account = fixture
-            .state
-            .account_by_email(&Email::parse(email).unwrap())
-            .await
-            .unwrap()
-            .unwrap();
+        let account = account_of(&fixture.state, email).await;
         fixture
             .state
             .set_daily_limit(account.id, DailyLimit::Unlimited)
@@ -415,12 +410,7 @@ async fn api_keys_are_shown_once_used_listed_and_revoked() {
             .await;
         assert_eq!(forged.status, 403);
         assert!(shown_key(&forged).is_none());
-        let account = fixture
-            .state
-            .account_by_email(&Email::parse("kim@example.com").unwrap())
-            .await
-            .unwrap()
-            .unwrap();
+        let account = account_of(&fixture.state, "kim@example.com").await;
         assert!(fixture.state.keys_of(account.id).await.unwrap().is_empty());
 
         // Created: shown once, not cacheable, with the warning.

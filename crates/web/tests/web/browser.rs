@@ -13,14 +13,12 @@
 
 use std::path::{Path, PathBuf};
 
-use periscope_service::Caller;
 use periscope_signin::BANNER;
 use periscope_state::testing::on_each_backend;
-use periscope_state::{Channel, Email};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::journey::{register_via_outbox, sign_in_via_web};
-use crate::search::{data, service};
+use crate::search::{data, service, used};
 use crate::support::*;
 
 pub(crate) fn suite_dir() -> PathBuf {
@@ -135,30 +133,6 @@ where
     report
 }
 
-/// The searches `email`'s account has been charged today (a script's `ASK allowance`).
-pub(crate) async fn searches_used(
-    fixture: &periscope_state::testing::Fixture,
-    search: &periscope_service::SearchService,
-    email: &str,
-) -> u32 {
-    let account = fixture
-        .state
-        .account_by_email(&Email::parse(email).unwrap())
-        .await
-        .unwrap()
-        .unwrap();
-    let caller = Caller {
-        account,
-        key: None,
-        channel: Channel::Web,
-    };
-    search
-        .allowance(&caller)
-        .await
-        .unwrap()
-        .map_or(0, |u| u.used)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_search_page_in_chromium() {
     if !ready() {
@@ -188,7 +162,7 @@ async fn the_search_page_in_chromium() {
         // (the session idles out).
         let stdout = converse(&mut command, "the search suite", |line| async move {
             match line.as_str() {
-                "ASK allowance" => Some(searches_used(fixture, search, email).await.to_string()),
+                "ASK allowance" => Some(used(search, &fixture.state, email).await.to_string()),
                 "ASK expire" => {
                     app.clock.advance(periscope_web::DEFAULT_IDLE_SECS + 1);
                     Some("expired".to_owned())

@@ -9,7 +9,7 @@ use periscope_api_types::ExposureResponse;
 use periscope_model::Timestamp;
 use periscope_service::{Caller, ExposureRequest};
 use periscope_state::testing::on_each_backend;
-use periscope_state::{Channel, Email, UtcDay};
+use periscope_state::{Channel, UtcDay};
 use serde_json::Value;
 
 use crate::browser::{artifacts, converse, node_suite, ready};
@@ -54,12 +54,7 @@ async fn the_exposure_route_answers_the_api_exposure_free_of_charge() {
         let (email, password) = ("gil@example.com", "a long enough password 3");
         register_via_outbox(&app, &browser, email, "Example Ltd", password).await;
         sign_in_via_web(&app, &browser, "/signin?return_to=%2F", email, password).await;
-        let account = fixture
-            .state
-            .account_by_email(&Email::parse(email).unwrap())
-            .await
-            .unwrap()
-            .expect("the account");
+        let account = account_of(&fixture.state, email).await;
         let today = UtcDay::of(Timestamp::from_unix(real_now()).unwrap());
         let used_before = fixture.state.used(account.id, today).await.unwrap();
 

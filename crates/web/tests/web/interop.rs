@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use periscope_state::Email;
 use periscope_state::testing::on_each_backend;
 use periscope_web::{SESSION_COOKIE, SIGN_IN_TO_SEARCH};
 
@@ -187,12 +186,7 @@ async fn signs_in_and_out_through_oidc_provider() {
 
         // The account was prepared from the standard claims and org_name; no terms claims
         // came, so none are recorded and there is no marketing consent.
-        let account = fixture
-            .state
-            .account_by_email(&Email::parse(EMAIL).unwrap())
-            .await
-            .unwrap()
-            .expect("the account exists");
+        let account = account_of(&fixture.state, EMAIL).await;
         assert_eq!(account.terms, None);
         assert!(!account.marketing_consent);
 

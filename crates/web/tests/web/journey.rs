@@ -1,7 +1,6 @@
 //! The whole journey through the embedded default, with a cookie-keeping client and a real SMTP
 //! server, and every refusal of the web application's sign-in.
 
-use periscope_state::Email;
 use periscope_state::testing::on_each_backend;
 use periscope_web::{SESSION_COOKIE, SIGN_IN_TO_SEARCH, UNAVAILABLE};
 
@@ -191,12 +190,7 @@ async fn register_sign_in_expire_return_and_sign_out() {
             assert!(home.body.contains("action=\"/signout\""));
 
             // The account was prepared at first sign-in.
-            let account = fixture
-                .state
-                .account_by_email(&Email::parse(email).unwrap())
-                .await
-                .unwrap()
-                .expect("the account exists");
+            let account = account_of(&fixture.state, email).await;
             let terms = account.terms.clone().expect("terms recorded");
             assert_eq!(terms.version, periscope_signin::DEFAULT_TERMS_VERSION);
             assert!((terms.accepted_at.unix() - real_now()).abs() < 300);

@@ -7,11 +7,11 @@
 //! asking for the password again. No request may leave 127.0.0.1 and the password never reaches
 //! the log.
 
-use periscope_state::Email;
 use periscope_state::testing::on_each_backend;
 
-use crate::browser::{artifacts, converse, node_suite, ready, searches_used};
+use crate::browser::{artifacts, converse, node_suite, ready};
 use crate::search::service;
+use crate::search::used;
 use crate::support::*;
 
 /// The confirmation link of the newest e-mail to `email` in the outbox (as `register_via_outbox`
@@ -55,7 +55,7 @@ async fn the_newcomer_journey_in_chromium() {
                 links_ref.lock().unwrap().push(link.clone());
                 Some(link)
             } else if line == "ASK allowance" {
-                Some(searches_used(fixture_ref, search, email).await.to_string())
+                Some(used(search, &fixture_ref.state, email).await.to_string())
             } else {
                 None
             }
@@ -69,12 +69,7 @@ async fn the_newcomer_journey_in_chromium() {
 
         // The browser did register: the account exists, with the terms accepted and the
         // organisation as typed.
-        let account = fixture
-            .state
-            .account_by_email(&Email::parse(email).unwrap())
-            .await
-            .unwrap()
-            .expect("the account exists");
+        let account = account_of(&fixture.state, email).await;
         assert!(account.terms.is_some(), "terms recorded");
         let orgs = fixture.state.organisations_of(account.id).await.unwrap();
         assert_eq!(orgs.len(), 1);

@@ -179,7 +179,7 @@ async fn the_search_bar_recognises_runs_pages_and_words_conditions() {
 
 use periscope_model::record::{Evidence, Host, Location};
 use periscope_service::Caller;
-use periscope_state::{Access, Channel, Email};
+use periscope_state::{Access, Channel};
 
 /// The index's own host for `ip` (all services, as the host detail has them).
 fn index_host(ip: std::net::IpAddr) -> Host {
@@ -367,12 +367,13 @@ async fn signed_in(app: &App, email: &str) -> (Browser, String) {
     (browser, session)
 }
 
-async fn used(service: &SearchService, state: &periscope_state::State, email: &str) -> u32 {
-    let account = state
-        .account_by_email(&Email::parse(email).unwrap())
-        .await
-        .unwrap()
-        .unwrap();
+/// The searches `email`'s account has been charged today.
+pub(crate) async fn used(
+    service: &SearchService,
+    state: &periscope_state::State,
+    email: &str,
+) -> u32 {
+    let account = account_of(state, email).await;
     let caller = Caller {
         account,
         key: None,
@@ -877,12 +878,7 @@ async fn an_inactive_account_and_an_expired_session_mid_search() {
         assert!(second.body.contains("Page 2:"), "{}", second.body);
 
         // An inactive account: the spec's message, on the page and in the panel.
-        let account = fixture
-            .state
-            .account_by_email(&Email::parse(email).unwrap())
-            .await
-            .unwrap()
-            .unwrap();
+        let account = account_of(&fixture.state, email).await;
         fixture
             .state
             .set_access(account.id, Access::Inactive)

@@ -556,3 +556,12 @@ pub fn with_param(url: &str, name: &str, value: &str) -> String {
     parsed.query_pairs_mut().clear().extend_pairs(pairs);
     parsed.to_string()
 }
+
+/// The account registered with `email` (it must exist).
+pub async fn account_of(state: &periscope_state::State, email: &str) -> periscope_state::Account {
+    state
+        .account_by_email(&periscope_state::Email::parse(email).unwrap())
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("no account for {email}"))
+}
