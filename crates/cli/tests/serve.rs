@@ -377,7 +377,7 @@ fn serve_demo_mounts_the_sign_in_service_and_the_web_application() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("Sign in to search"), "{body}");
     assert!(
-        body.contains("Preview: Periscope is a free preview service offered to businesses only."),
+        body.contains(periscope_signin::BANNER),
         "{body}"
     );
     // Its sign-in goes to the embedded provider with the automatically configured client.

@@ -6,8 +6,10 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-/// The text of the preview banner every page carries (spec §5).
-pub const BANNER: &str = "Preview: Periscope is a free preview service offered to businesses only. Its functions and limits may change at any time.";
+/// The text of the preview banner every page carries (spec "What the service does" item 5: a
+/// preview, free of charge, functions and limits may change, businesses only, the accepted
+/// terms apply to every account).
+pub const BANNER: &str = "Preview: Periscope is a preview service, free of charge and offered to businesses only. Its functions and limits may change at any time. The accepted terms apply to every account.";
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#1b1f24;background:#f6f7f9}\
 .banner{background:#fff4ce;border-bottom:1px solid #e6d48a;padding:.6rem 1rem;font-size:.9rem}\
@@ -123,6 +125,22 @@ mod tests {
         assert_eq!(duration(3600), "1 hour");
         assert_eq!(duration(1800), "30 minutes");
         assert_eq!(duration(5400), "90 minutes");
+    }
+
+    /// Every statement of spec "What the service does" item 5, each checked on its own.
+    #[test]
+    fn banner_states_all_of_spec_item_5() {
+        for statement in [
+            "Preview:",
+            "is a preview",
+            "free of charge",
+            "may change at any time",
+            "businesses only",
+            "accepted terms apply to every account",
+        ] {
+            assert!(BANNER.contains(statement), "the banner lacks {statement:?}");
+        }
+        assert_eq!(escape(BANNER), BANNER, "the banner is inserted unescaped");
     }
 
     #[test]
