@@ -11,6 +11,7 @@ use std::time::Duration;
 use lettre::message::header::{ContentTransferEncoding, ContentType};
 use lettre::message::{Body, Mailbox};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use tokio::io::AsyncWriteExt as _;
 
 use crate::config::MailConfig;
 use crate::error::SetupError;
@@ -55,7 +56,7 @@ pub(crate) fn from_config(
 ) -> Result<Box<dyn Mailer>, SetupError> {
     Ok(match config {
         MailConfig::Outbox { dir } => {
-            std::fs::create_dir_all(dir).map_err(|source| SetupError::Outbox {
+            create_private_dir(dir).map_err(|source| SetupError::Outbox {
                 path: dir.clone(),
                 source,
             })?;
@@ -80,6 +81,16 @@ pub(crate) fn from_config(
             })
         }
     })
+}
+
+/// Creates `dir` (and missing parents) readable by this user alone (0700): its messages carry
+/// live confirmation links. An existing directory keeps its mode; each message is 0600 anyway.
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 /// Whether lettre accepts `address` as a recipient (checked before anything is stored).
@@ -168,9 +179,19 @@ impl Mailer for OutboxMailer {
                 path: path.clone(),
                 source,
             };
-            tokio::fs::write(&partial, message.formatted())
+            // 0600 from the start (never readable by others, not even for a moment): the
+            // message carries a live confirmation link.
+            let mut file = tokio::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&partial)
                 .await
                 .map_err(failed)?;
+            file.write_all(&message.formatted()).await.map_err(failed)?;
+            // Written out before the rename, so no reader sees a partial message.
+            file.flush().await.map_err(failed)?;
+            drop(file);
             tokio::fs::rename(&partial, &path).await.map_err(failed)?;
             // Deliberate: without a mail server the log is how a demo user finds the link.
             tracing::info!(
