@@ -1,5 +1,5 @@
-//! `GET|POST /signin`: the sign-in form. Attempts are limited per client address and per
-//! e-mail address; every refusal — unknown or unconfirmed address, wrong password, too many
+//! `GET|POST /signin`: the sign-in form. Failed sign-ins are limited per client address and
+//! per account (e-mail address), successes never count; every refusal — unknown or unconfirmed address, wrong password, too many
 //! attempts — shows the same message and takes about as long. Success starts a fresh session
 //! (a new cookie value) and returns to the authorization request that sent the user here.
 
@@ -127,7 +127,7 @@ pub(crate) async fn post(State(app): State<App>, request: Request) -> Response {
     let user = match user {
         Some(user) if verified && user.confirmed_at.is_some() => user,
         other => {
-            app.limiter.failed(&key, now);
+            app.limiter.failed(client, &key, now);
             return refuse(match other {
                 None => "unknown_address",
                 Some(u) if u.confirmed_at.is_none() => "not_confirmed",
