@@ -264,7 +264,15 @@ async fn exchange(app: &App, headers: &HeaderMap, params: &Params) -> Result<Res
     if let Some(nonce) = &grant.nonce {
         claims["nonce"] = json!(nonce);
     }
-    let id_token = app.keys.sign(&claims);
+    let id_token = app.keys.sign(&claims).map_err(|e| {
+        tracing::error!(error = %e, "token endpoint: cannot sign the ID token");
+        OAuthError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            error: "server_error",
+            description: "the sign-in service failed; try again".into(),
+            basic_challenge: false,
+        }
+    })?;
     tracing::info!(client.id = %client.client_id, user.id = user.id, "tokens issued");
     let mut response = Json(json!({
         "access_token": access_token,
