@@ -12,6 +12,13 @@ use crate::error::SetupError;
 /// The terms version recorded when no other is configured (a dated string, DECISIONS.md).
 pub const DEFAULT_TERMS_VERSION: &str = "2026-11-01";
 
+/// The default of [`Config::database_acquire_timeout_ms`].
+pub const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 2_000;
+
+/// Most milliseconds [`Config::database_acquire_timeout_ms`] may be (a minute: longer would
+/// hide an outage again).
+const MAX_ACQUIRE_TIMEOUT_MS: u64 = 60_000;
+
 /// Everything the sign-in service needs to start. [`Config::new`] fills the defaults.
 #[derive(Clone)]
 pub struct Config {
@@ -23,6 +30,10 @@ pub struct Config {
     /// `signin.database`: a `postgres://` URL (the state database's may be shared: every table
     /// is prefixed `signin_`), a `sqlite:` URL, or a SQLite file path (created if missing).
     pub database: String,
+    /// `signin.database_acquire_timeout_ms`: how long a request waits for a database
+    /// connection before it answers 503 (default 2000 ms). Bounded so that an outage (the
+    /// PostgreSQL server down) is reported at once; recovery is automatic.
+    pub database_acquire_timeout_ms: u64,
     /// `signin.clients`: the relying parties allowed to sign users in.
     pub clients: Vec<ClientConfig>,
     /// `signin.smtp_host` / `signin.outbox`: where registration e-mail goes.
@@ -44,15 +55,18 @@ pub struct Config {
     pub code_lifetime_secs: i64,
     /// `signin.token_lifetime_secs`: lifetime of ID tokens and access tokens (default 10 min).
     pub token_lifetime_secs: i64,
-    /// `signin.attempts_per_address`: failed sign-ins allowed per address per window (default 5).
+    /// `signin.attempts_per_address`: failed sign-ins allowed per account (e-mail address) per
+    /// window (default 5).
     pub attempts_per_address: u32,
-    /// `signin.attempts_per_client`: sign-in attempts allowed per client IP per window (default 20).
+    /// `signin.attempts_per_client`: failed sign-ins allowed per client address per window
+    /// (default 20). Successful sign-ins are never counted.
     pub attempts_per_client: u32,
     /// `signin.attempt_window_secs`: the rate-limit window (default 15 minutes).
     pub attempt_window_secs: i64,
     /// `signin.client_ip_header`: a header set by a trusted reverse proxy whose last
     /// comma-separated entry is the client address (e.g. `x-forwarded-for`). Unset: the peer
-    /// address of the connection.
+    /// address of the connection — behind a proxy that is the proxy's, so every user shares
+    /// one client address's failure limit.
     pub client_ip_header: Option<String>,
     /// `signin.application_url`: where "Continue" points after sign-in or confirmation when no
     /// relying party asked (e.g. the Periscope application).
@@ -129,6 +143,7 @@ impl Config {
         Self {
             issuer: issuer.into(),
             database: database.into(),
+            database_acquire_timeout_ms: DEFAULT_ACQUIRE_TIMEOUT_MS,
             clients: Vec::new(),
             mail,
             mail_from: "Periscope <no-reply@localhost>".to_owned(),
@@ -163,6 +178,8 @@ pub(crate) struct Settings {
     pub mount: String,
     /// Whether cookies carry `Secure`.
     pub secure: bool,
+    /// How long a request waits for a database connection.
+    pub acquire_timeout: std::time::Duration,
     pub clients: HashMap<String, ClientConfig>,
     pub mail_from: lettre::message::Mailbox,
     pub terms_version: String,
@@ -238,6 +255,15 @@ impl Config {
             return Err(bad(
                 "signin.database",
                 "must name a database URL or a SQLite file",
+            ));
+        }
+        if !(1..=MAX_ACQUIRE_TIMEOUT_MS).contains(&self.database_acquire_timeout_ms) {
+            return Err(bad(
+                "signin.database_acquire_timeout_ms",
+                format!(
+                    "must be from 1 to {MAX_ACQUIRE_TIMEOUT_MS} milliseconds, not {}",
+                    self.database_acquire_timeout_ms
+                ),
             ));
         }
         let mut clients = HashMap::new();
@@ -326,6 +352,7 @@ impl Config {
             secure: issuer.scheme() == "https",
             issuer: self.issuer.clone(),
             mount,
+            acquire_timeout: std::time::Duration::from_millis(self.database_acquire_timeout_ms),
             clients,
             mail_from,
             terms_version: terms_version.to_owned(),
@@ -399,6 +426,15 @@ mod tests {
         let mut c = base();
         c.link_lifetime_secs = 0;
         refused(c, "signin.link_lifetime_secs");
+        for timeout in [0, 60_001] {
+            let mut c = base();
+            c.database_acquire_timeout_ms = timeout;
+            refused(c, "signin.database_acquire_timeout_ms");
+        }
+        assert_eq!(
+            base().validate().unwrap().acquire_timeout,
+            std::time::Duration::from_secs(2)
+        );
         let mut c = base();
         c.mail_from = "not a mailbox".into();
         refused(c, "signin.mail_from");

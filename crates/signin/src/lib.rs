@@ -33,6 +33,7 @@ mod random;
 mod ratelimit;
 mod routes;
 mod store;
+mod text;
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -45,6 +46,7 @@ pub use email::{EmailAddress, EmailProblem, is_disposable};
 pub use error::{SetupError, StoreError};
 pub use html::{BANNER, document, escape, secure_headers};
 pub use password::{MAX_CHARS as PASSWORD_MAX_CHARS, MIN_CHARS as PASSWORD_MIN_CHARS};
+pub use text::{hidden_control, is_hidden_control};
 
 use config::Settings;
 use csrf::CsrfKey;
@@ -117,7 +119,7 @@ impl SignIn {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, SetupError> {
         let settings = config.validate()?;
-        let store = Store::open(&config.database).await?;
+        let store = Store::open(&config.database, settings.acquire_timeout).await?;
         let now = clock.now();
         let pem = match &config.signing_key_pem {
             Some(pem) => pem.clone(),

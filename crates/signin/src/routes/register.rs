@@ -83,8 +83,13 @@ fn organisation(input: &str) -> Result<&str, &'static str> {
     if name.is_empty() {
         return Err("Enter the name of your organisation.");
     }
-    if name.chars().count() > ORG_MAX_CHARS || name.chars().any(char::is_control) {
-        return Err("Enter an organisation name of at most 200 characters, on one line.");
+    if name.chars().count() > ORG_MAX_CHARS {
+        return Err("Enter an organisation name of at most 200 characters.");
+    }
+    if crate::text::hidden_control(name, false).is_some() {
+        return Err(
+            "Enter the organisation name on one line, without control characters (a tab, a line break or an invisible formatting character, for example).",
+        );
     }
     Ok(name)
 }

@@ -48,7 +48,8 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[(
 /// The newest schema version this build knows.
 pub(crate) const SCHEMA_VERSION: i64 = 1;
 
-/// How long a statement waits for the SQLite write lock or a pooled connection.
+/// How long a statement waits for the SQLite write lock (a pooled connection is waited for
+/// `signin.database_acquire_timeout_ms`, given to [`Store::open`]).
 const WAIT: Duration = Duration::from_secs(15);
 
 /// A pool over one of the two supported databases.
@@ -66,16 +67,18 @@ pub(crate) struct Store {
 
 impl Store {
     /// Opens the database named by `target` — a `postgres://`/`postgresql://` URL, a `sqlite:`
-    /// URL or a SQLite file path (created if missing) — and applies the migrations.
-    pub(crate) async fn open(target: &str) -> Result<Self, StoreError> {
+    /// URL or a SQLite file path (created if missing) — and applies the migrations. A request
+    /// waits at most `acquire_timeout` for a connection, so an outage answers at once (and the
+    /// pool reconnects by itself when the database is back).
+    pub(crate) async fn open(target: &str, acquire_timeout: Duration) -> Result<Self, StoreError> {
         let db = if target.starts_with("postgres://") || target.starts_with("postgresql://") {
-            connect_postgres(target).await?
+            connect_postgres(target, acquire_timeout).await?
         } else {
             let path = target
                 .strip_prefix("sqlite://")
                 .or_else(|| target.strip_prefix("sqlite:"))
                 .unwrap_or(target);
-            open_sqlite(Path::new(path)).await?
+            open_sqlite(Path::new(path), acquire_timeout).await?
         };
         let store = Self { db };
         let target = printable_target(target);
@@ -169,7 +172,7 @@ impl Store {
     }
 }
 
-async fn open_sqlite(path: &Path) -> Result<Db, StoreError> {
+async fn open_sqlite(path: &Path, acquire_timeout: Duration) -> Result<Db, StoreError> {
     let target = path.display().to_string();
     let options = SqliteConnectOptions::new()
         .filename(path)
@@ -182,14 +185,14 @@ async fn open_sqlite(path: &Path) -> Result<Db, StoreError> {
     let _ = probe.close().await;
     let pool = SqlitePoolOptions::new()
         .max_connections(4)
-        .acquire_timeout(WAIT)
+        .acquire_timeout(acquire_timeout)
         .connect_with(options)
         .await
         .map_err(unreachable(&target))?;
     Ok(Db::Sqlite(pool))
 }
 
-async fn connect_postgres(url: &str) -> Result<Db, StoreError> {
+async fn connect_postgres(url: &str, acquire_timeout: Duration) -> Result<Db, StoreError> {
     let options = PgConnectOptions::from_str(url).map_err(|source| StoreError::Unreachable {
         target: "(unparsable PostgreSQL URL)".to_owned(),
         source,
@@ -199,7 +202,7 @@ async fn connect_postgres(url: &str) -> Result<Db, StoreError> {
     let _ = probe.close().await;
     let pool = PgPoolOptions::new()
         .max_connections(5)
-        .acquire_timeout(WAIT)
+        .acquire_timeout(acquire_timeout)
         .connect_with(options)
         .await
         .map_err(unreachable(&target))?;

@@ -2,12 +2,14 @@
 //! runs on a fresh SQLite file and a fresh PostgreSQL database, shared with the state tables):
 //! `oidc` drives the provider with the `openidconnect` relying-party crate; `registration`
 //! walks the registration journey with a cookie-keeping client and a real SMTP server
-//! (aiosmtpd); `pages` checks the forms, cookies and limits; every test also checks that the
+//! (aiosmtpd); `pages` checks the forms, cookies and limits; `outage` cuts the PostgreSQL
+//! connection and times the 503; every test also checks that the
 //! secrets it saw never reached the log (`support::assert_not_logged`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)] // Test code: a panic is the report.
 
 mod oidc;
+mod outage;
 mod pages;
 mod registration;
 mod support;

@@ -1,6 +1,6 @@
 //! The pages and their protections, with the outbox mailer: the banner on every public page,
 //! CSRF refusals, link expiry on the settable clock, sign-in limits with one message, the
-//! session's idle end, and what the outbox writes to the log.
+//! session's idle end, what the outbox writes to the log, and the outbox's file modes.
 
 use periscope_state::testing::on_each_backend;
 
@@ -167,78 +167,87 @@ async fn the_link_expires_after_24_hours() {
     .await;
 }
 
+/// Failed sign-ins are limited per account and per client address, with one message for
+/// every refusal; successful sign-ins never count, so an office (or every user behind a proxy)
+/// signing in from one address is not locked out. The clients are told apart by
+/// `x-forwarded-for` (`signin.client_ip_header`), as behind a reverse proxy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sign_in_is_limited_per_address_and_per_client_with_one_message() {
+async fn sign_in_failures_are_limited_per_account_and_per_client_with_one_message() {
     on_each_backend("rate_limits", |fixture| async move {
         let options = Options {
             attempts_per_address: 3,
             attempts_per_client: 10,
+            client_ip_header: Some("x-forwarded-for".into()),
             ..Options::default()
         };
         let provider = Provider::start(&database(&fixture), options).await;
+        let erin = ("erin@example.com", "erin's long passphrase");
+        let frank = ("frank@example.com", "frank's long passphrase");
         provider
-            .register_via_outbox("erin@example.com", "Erin AG", "erin's long passphrase")
+            .register_via_outbox(erin.0, "Erin AG", erin.1)
             .await;
         provider
-            .register_via_outbox("frank@example.com", "Frank AG", "frank's long passphrase")
+            .register_via_outbox(frank.0, "Frank AG", frank.1)
             .await;
-        let browser = Browser::new();
         let message = "Sign-in failed. Check your e-mail address and password";
-        for _ in 0..3 {
-            let page =
-                try_sign_in(&browser, &provider, "erin@example.com", "wrong passphrase!").await;
-            assert_eq!(page.status, 401);
-            assert!(page.body.contains(message));
+        let refused = |page: &Page, what: &str| {
+            assert_eq!(page.status, 401, "{what}: {}", page.body);
+            assert!(page.body.contains(message), "{what}: {}", page.body);
+        };
+
+        // More than twice the per-client limit of successful sign-ins from one address.
+        let office = Browser::behind_proxy("198.51.100.7");
+        for i in 0..25 {
+            let (email, password) = if i % 2 == 0 { erin } else { frank };
+            let page = try_sign_in(&office, &provider, email, password).await;
+            assert_eq!(page.status, 303, "successful sign-in {i} from one address");
         }
-        // Three failures for the address: even the right password is refused, alike.
-        let page = try_sign_in(
-            &browser,
-            &provider,
-            "erin@example.com",
-            "erin's long passphrase",
-        )
-        .await;
-        assert_eq!(page.status, 401);
-        assert!(page.body.contains(message));
-        // Another address from the same client still works (4 of 10 attempts so far).
-        let page = try_sign_in(
-            &browser,
-            &provider,
-            "frank@example.com",
-            "frank's long passphrase",
-        )
-        .await;
-        assert_eq!(page.status, 303);
-        // After the window the address can sign in again.
+
+        // Per account: three failures for erin, each from another address...
+        for i in 0..3 {
+            let page = try_sign_in(
+                &Browser::behind_proxy(&format!("203.0.113.{i}")),
+                &provider,
+                erin.0,
+                "wrong passphrase!",
+            )
+            .await;
+            refused(&page, "a wrong password");
+        }
+        // ...and even the right password, from a fourth address, is refused alike,
+        let fourth = Browser::behind_proxy("203.0.113.9");
+        refused(
+            &try_sign_in(&fourth, &provider, erin.0, erin.1).await,
+            "erin after three failures",
+        );
+        // while another account from that address still signs in.
+        let page = try_sign_in(&fourth, &provider, frank.0, frank.1).await;
+        assert_eq!(page.status, 303, "{}", page.body);
+        // After the window erin can sign in again.
         provider.clock.advance(15 * 60 + 1);
-        let page = try_sign_in(
-            &browser,
-            &provider,
-            "erin@example.com",
-            "erin's long passphrase",
-        )
-        .await;
-        assert_eq!(page.status, 303);
-        // Per client: 10 attempts in the window, whatever the addresses.
+        let page = try_sign_in(&fourth, &provider, erin.0, erin.1).await;
+        assert_eq!(page.status, 303, "{}", page.body);
+
+        // Per client address: ten failures from one address, whatever the accounts...
+        let guesser = Browser::behind_proxy("192.0.2.66");
         for i in 0..10 {
             let page = try_sign_in(
-                &browser,
+                &guesser,
                 &provider,
                 &format!("user{i}@example.com"),
                 "irrelevant pass",
             )
             .await;
-            assert_eq!(page.status, 401);
+            refused(&page, "an unknown account");
         }
-        let page = try_sign_in(
-            &browser,
-            &provider,
-            "frank@example.com",
-            "frank's long passphrase",
-        )
-        .await;
-        assert_eq!(page.status, 401);
-        assert!(page.body.contains(message));
+        // ...then the right password from that address is refused,
+        refused(
+            &try_sign_in(&guesser, &provider, frank.0, frank.1).await,
+            "frank from the guessing address",
+        );
+        // while frank from his own address signs in.
+        let page = try_sign_in(&office, &provider, frank.0, frank.1).await;
+        assert_eq!(page.status, 303, "{}", page.body);
         provider.signin.close().await;
     })
     .await;
@@ -299,6 +308,41 @@ async fn the_outbox_logs_the_link_and_nothing_else_secret() {
             .1
             .to_owned();
         assert_not_logged("outbox", &[password, &session_id]);
+        provider.signin.close().await;
+    })
+    .await;
+}
+
+/// The outbox holds live confirmation links: its directory is 0700 and every message 0600,
+/// whatever the process umask lets through (the test process has the usual 022).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_messages_are_private_after_a_registration() {
+    use std::os::unix::fs::PermissionsExt as _;
+    on_each_backend("outbox_modes", |fixture| async move {
+        let provider = Provider::start(&database(&fixture), Options::default()).await;
+        provider
+            .register_via_outbox("ivy@example.com", "Ivy GmbH", "ivy's long passphrase")
+            .await;
+        let mode =
+            |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode(&provider.outbox),
+            0o700,
+            "the outbox directory {}",
+            provider.outbox.display()
+        );
+        let messages: Vec<_> = std::fs::read_dir(&provider.outbox)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        for message in messages {
+            assert!(
+                message.extension().is_some_and(|x| x == "eml"),
+                "{message:?}"
+            );
+            assert_eq!(mode(&message), 0o600, "{}", message.display());
+        }
         provider.signin.close().await;
     })
     .await;

@@ -91,6 +91,20 @@ async fn journey_over_smtp_with_every_refusal() {
             let page = register(&browser, &provider, email, "   ", true).await;
             assert_eq!(page.status, 422);
             assert!(page.body.contains("Enter the name of your organisation"));
+            // A name that could drive a terminal or reorder a screen is refused in words.
+            for org in [
+                "Evil\u{1b}]0;pwned\u{7} AG",
+                "Two\rLines AG",
+                "abc\u{202e}GA",
+            ] {
+                let page = register(&browser, &provider, email, org, true).await;
+                assert_eq!(page.status, 422, "{org:?}");
+                assert!(
+                    page.body.contains("without control characters"),
+                    "{org:?}: {}",
+                    page.body
+                );
+            }
             let page = register(&browser, &provider, "not-an-address", ORG, true).await;
             assert_eq!(page.status, 422);
             assert!(provider.signin.account(email).await.unwrap().is_none());

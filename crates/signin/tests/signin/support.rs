@@ -94,6 +94,7 @@ pub struct Options {
     pub smtp_port: Option<u16>,
     pub attempts_per_address: u32,
     pub attempts_per_client: u32,
+    pub client_ip_header: Option<String>,
     pub signing_key: bool,
 }
 
@@ -103,6 +104,7 @@ impl Default for Options {
             smtp_port: None,
             attempts_per_address: 5,
             attempts_per_client: 50,
+            client_ip_header: None,
             signing_key: true,
         }
     }
@@ -162,6 +164,7 @@ impl Provider {
         config.clients = clients();
         config.attempts_per_address = options.attempts_per_address;
         config.attempts_per_client = options.attempts_per_client;
+        config.client_ip_header = options.client_ip_header;
         config.application_url = Some(format!("http://127.0.0.1:{port}/"));
         config.mail_from = "Periscope <no-reply@periscope.test>".into();
         if options.signing_key {
@@ -502,6 +505,24 @@ impl Browser {
             client: reqwest::Client::builder()
                 .cookie_store(true)
                 .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+        }
+    }
+
+    /// A browser behind a reverse proxy that names it `ip` in `x-forwarded-for` (after an
+    /// entry the client made up, which the provider must ignore).
+    pub fn behind_proxy(ip: &str) -> Browser {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            "x-forwarded-for",
+            format!("10.9.9.9, {ip}").parse().unwrap(),
+        );
+        Browser {
+            client: reqwest::Client::builder()
+                .cookie_store(true)
+                .redirect(reqwest::redirect::Policy::none())
+                .default_headers(headers)
                 .build()
                 .unwrap(),
         }
