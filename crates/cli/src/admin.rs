@@ -12,6 +12,11 @@
 //! `KEY=$(periscope admin create-key …)`. Errors (an unknown address, a taken address, a bad
 //! value) are returned to `main`, which prints them and exits with status 2. User reference:
 //! `docs/admin.md`.
+//!
+//! Text that users typed (report descriptions, organisation names, key names, addresses, the
+//! terms version) is printed through [`shown`]: a control character or a bidirectional
+//! override never reaches the terminal raw, so a stored text cannot move the cursor, retitle
+//! the window, ring the bell or forge a line of the listing.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -52,8 +57,8 @@ enum Command {
         /// The account's email address (unique, compared case-insensitively).
         #[arg(long, value_name = "E", value_parser = parse_email)]
         email: Email,
-        /// The organisation's exact name.
-        #[arg(long, value_name = "O")]
+        /// The organisation's exact name (one line, no control characters).
+        #[arg(long, value_name = "O", value_parser = parse_org)]
         org: String,
         /// Searches per UTC day, or 'unlimited' [default: limits.daily_searches, 20].
         #[arg(long, value_name = "N|unlimited", value_parser = parse_limit)]
@@ -123,6 +128,34 @@ enum Command {
               value_parser = clap::value_parser!(u32).range(1..))]
         limit: u32,
     },
+}
+
+/// An organisation name: no control characters (they would reach every listing's reader).
+fn parse_org(s: &str) -> Result<String, String> {
+    match s.chars().find(|&c| periscope_signin::is_hidden_control(c)) {
+        Some(c) => Err(format!(
+            "the organisation name contains the control character U+{:04X}; write it on one \
+             line without control characters",
+            u32::from(c)
+        )),
+        None => Ok(s.to_owned()),
+    }
+}
+
+/// `text` safe for a terminal: every control character (C0, DEL, C1 — ESC, BEL and CR
+/// included) and every bidirectional control is written as a Rust-style escape (`\u{1b}`,
+/// `\r`, `\t`), everything else as it is. Untrusted text goes through this before any listing
+/// prints it.
+pub(crate) fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if periscope_signin::is_hidden_control(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn parse_email(s: &str) -> Result<Email, String> {
@@ -279,12 +312,14 @@ impl Admin<'_> {
                         out,
                         "{}  {}  (report {}, account {})",
                         report.created_at,
-                        report.email,
+                        shown(report.email.as_str()),
                         report.id.as_i64(),
                         report.account
                     );
-                    for line in report.description.lines() {
-                        let _ = writeln!(out, "    {line}");
+                    // Each line indented; a CR or any other control character is escaped,
+                    // so no text can pass for the line above.
+                    for line in report.description.split('\n') {
+                        let _ = writeln!(out, "    {}", shown(line));
                     }
                     out.push('\n');
                 }
@@ -311,7 +346,7 @@ impl Admin<'_> {
         let mut row = |label: &str, value: &str| {
             let _ = writeln!(out, "{label:<15}{value}");
         };
-        row("email", account.email.as_str());
+        row("email", &shown(account.email.as_str()));
         row("id", &account.id.to_string());
         row("access", access_text(account.access));
         let mut limit = limit_text(account.daily_limit);
@@ -328,7 +363,7 @@ impl Admin<'_> {
                 .terms
                 .as_ref()
                 .map_or("not accepted".to_owned(), |t| {
-                    format!("{} accepted at {}", t.version, t.accepted_at)
+                    format!("{} accepted at {}", shown(&t.version), t.accepted_at)
                 }),
         );
         row(
@@ -339,10 +374,10 @@ impl Admin<'_> {
                 "no consent"
             },
         );
-        let names: Vec<&str> = organisations.iter().map(|o| o.name.as_str()).collect();
+        let names: Vec<String> = organisations.iter().map(|o| shown(&o.name)).collect();
         let organisations = match names.len() {
             0 => "none (searches answer organization_required)".to_owned(),
-            1 => names[0].to_owned(),
+            1 => names[0].clone(),
             _ => format!(
                 "{} (searches answer organization_required)",
                 names.join(", ")
@@ -366,7 +401,7 @@ fn key_table(keys: &[KeyInfo]) -> String {
         .map(|k| {
             [
                 k.id.to_string(),
-                k.name.clone().unwrap_or_else(|| "-".to_owned()),
+                k.name.as_deref().map_or_else(|| "-".to_owned(), shown),
                 k.created_at.to_string(),
                 k.last_used_at.map_or("never".to_owned(), |t| t.to_string()),
                 k.revoked_at
@@ -424,6 +459,26 @@ mod tests {
     #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
     use super::*;
+
+    #[test]
+    fn shown_escapes_what_drives_a_terminal() {
+        for (text, expect) in [
+            ("Example Ltd, Zürich", "Example Ltd, Zürich"),
+            ("\u{1b}]0;title\u{7}", "\\u{1b}]0;title\\u{7}"),
+            ("a\rforged", "a\\rforged"),
+            ("tab\there", "tab\\there"),
+            ("\u{9b}31m", "\\u{9b}31m"),
+            ("\u{7f}", "\\u{7f}"),
+            ("abc\u{202e}fed", "abc\\u{202e}fed"),
+            ("\u{2066}x\u{2069}", "\\u{2066}x\\u{2069}"),
+            ("line\u{2028}sep", "line\\u{2028}sep"),
+        ] {
+            assert_eq!(shown(text), expect, "{text:?}");
+        }
+        assert!(parse_org("Example Ltd").is_ok());
+        assert!(parse_org("Evil\u{1b}[31m").unwrap_err().contains("U+001B"));
+        assert!(parse_org("a\u{202e}b").unwrap_err().contains("U+202E"));
+    }
 
     #[test]
     fn values() {

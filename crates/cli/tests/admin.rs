@@ -23,7 +23,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use common::{scratch, text};
 use periscope_model::Timestamp;
-use periscope_state::{Access, Account, DailyLimit, Email, Plan, State, is_well_formed_key};
+use periscope_state::{
+    Access, Account, DailyLimit, Email, NewAccount, Plan, State, is_well_formed_key,
+};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection, Executor};
 
@@ -475,6 +477,73 @@ fn reports_lists_submitted_reports_newest_first() {
             one.contains("Second problem") && !one.contains("map"),
             "{one}"
         );
+    });
+}
+
+/// Whether `out` holds a byte or character that drives a terminal: a C0 control other than
+/// the line feed, DEL, a C1 control, or a bidirectional override.
+fn drives_a_terminal(out: &[u8]) -> Option<char> {
+    String::from_utf8_lossy(out).chars().find(|&c| {
+        (c.is_control() && c != '\n')
+            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+/// Text a hostile user stored (a report, an organisation name, as the edges accepted them
+/// before they refused control characters) is listed escaped: no ESC, BEL, CR or bidirectional
+/// override reaches the administrator's terminal, and a forged listing line stays indented
+/// inside its report.
+#[test]
+fn listings_print_stored_text_escaped() {
+    on_each_backend("escaped", |db| {
+        let email = Email::parse("eve@example.com").unwrap();
+        db.state(|s| async move {
+            let org = "Evil\u{1b}]0;pwned\u{7}Corp\u{202e}";
+            let eve = s
+                .create_account(&NewAccount::new(email, org), now())
+                .await
+                .unwrap();
+            s.submit_report(
+                eve.id,
+                "The map is empty\n\u{1b}[2J\u{1b}[H2026-01-01T00:00:00Z  boss@example.com  \
+                 (report 1, account 1)\rforged\u{7}\u{9b}31m",
+                now(),
+            )
+            .await
+            .unwrap();
+        });
+        let reports = db.admin(&["reports"]);
+        assert!(reports.status.success(), "{}", text(&reports.stderr));
+        let listed = text(&reports.stdout);
+        assert_eq!(
+            drives_a_terminal(&reports.stdout),
+            None,
+            "raw control characters in:\n{listed:?}"
+        );
+        assert!(
+            listed.contains(
+                "    \\u{1b}[2J\\u{1b}[H2026-01-01T00:00:00Z  boss@example.com  (report 1, \
+                 account 1)\\rforged\\u{7}\\u{9b}31m\n"
+            ),
+            "{listed}"
+        );
+        let account = db.admin(&["show-account", "--email", "eve@example.com"]);
+        assert!(account.status.success(), "{}", text(&account.stderr));
+        assert_eq!(drives_a_terminal(&account.stdout), None);
+        let shown = text(&account.stdout);
+        assert!(
+            shown.contains("Evil\\u{1b}]0;pwned\\u{7}Corp\\u{202e}"),
+            "{shown}"
+        );
+        // And the administrator's own input is held to the same rule.
+        let out = db.admin(&[
+            "create-account",
+            "--email",
+            "mallory@example.com",
+            "--org",
+            "Bad\u{1b}[31mOrg",
+        ]);
+        assert!(fails(&out).contains("U+001B"), "{}", text(&out.stderr));
     });
 }
 

@@ -61,7 +61,8 @@ impl SentForms {
 }
 
 /// Why a key name is refused, in words for the user (the state's rules: optional, trimmed, at
-/// most [`KEY_NAME_MAX_CHARS`] characters, no control characters).
+/// most [`KEY_NAME_MAX_CHARS`] characters, no control characters — nor, here, a bidirectional
+/// override: [`periscope_signin::hidden_control`]).
 fn name_refusal(name: &str) -> Option<String> {
     let name = name.trim();
     let count = name.chars().count();
@@ -72,10 +73,10 @@ fn name_refusal(name: &str) -> Option<String> {
             thousands(count),
             KEY_NAME_MAX_CHARS
         ))
-    } else if name.chars().any(char::is_control) {
+    } else if periscope_signin::hidden_control(name, false).is_some() {
         Some(
-            "The name contains a control character (a tab or a line break, for example). Use \
-             letters, digits, spaces and punctuation."
+            "The name contains a control character (a tab, a line break or an invisible \
+             formatting character, for example). Use letters, digits, spaces and punctuation."
                 .into(),
         )
     } else {

@@ -1,7 +1,10 @@
 //! `GET /report-a-problem` and `POST /report-a-problem` (spec §9, signed in only): a
 //! description of at most 4,000 characters, no attachment, stored with
 //! [`periscope_state::State::submit_report`] for the administrator; the confirmation says
-//! reports receive no individual reply. A refused description is shown again as typed.
+//! reports receive no individual reply. A description holding a control character other than
+//! a line break or a tab (ESC, BEL, a bare CR...) or a bidirectional override is refused, so no
+//! stored report can drive the terminal of the administrator who lists it. A refused
+//! description is shown again as typed (escaped for HTML).
 
 use axum::extract::{Form, State as AxumState};
 use axum::http::{HeaderMap, StatusCode, Uri};
@@ -42,7 +45,14 @@ fn normalise(text: &str) -> String {
 /// Why a description is refused, in words for the user; `None` when it is accepted.
 fn refusal(description: &str) -> Option<String> {
     let count = description.trim().chars().count();
-    if count == 0 {
+    if let Some((at, c)) = periscope_signin::hidden_control(description, true) {
+        Some(format!(
+            "The description contains an invisible control character (U+{:04X}, character {}), \
+             which reports cannot hold. Remove it (retype the text around it) and send it again.",
+            u32::from(c),
+            thousands(at)
+        ))
+    } else if count == 0 {
         Some("The description is empty. Describe the problem before sending the report.".into())
     } else if count > REPORT_MAX_CHARS {
         Some(format!(
@@ -173,5 +183,22 @@ mod tests {
         assert_eq!(thousands(4000), "4,000");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn control_characters_are_refused_line_breaks_kept() {
+        assert_eq!(refusal("line one\nline two\twith a tab"), None);
+        for (text, code, at) in [
+            ("\u{1b}[2J wiped", "U+001B", "character 1"),
+            ("ring\u{7}", "U+0007", "character 5"),
+            ("a\rforged line", "U+000D", "character 2"),
+            ("csi \u{9b}31m", "U+009B", "character 5"),
+            ("abc\u{202e}def", "U+202E", "character 4"),
+        ] {
+            let why = refusal(&normalise(text)).unwrap_or_else(|| panic!("{text:?} accepted"));
+            assert!(why.contains(code) && why.contains(at), "{text:?}: {why}");
+        }
+        // A browser's CRLF is a line break, not a bare CR.
+        assert_eq!(refusal(&normalise("one\r\ntwo")), None);
     }
 }

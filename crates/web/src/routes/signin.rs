@@ -191,6 +191,19 @@ pub(crate) async fn prepare_account(
                     "The sign-in service sent no organisation name (claim org_name); Periscope needs it to prepare the account.".into(),
                 )
             })?;
+            // Claims are text another service stored: held to the rules of text typed here.
+            for (claim, value) in [
+                ("org_name", Some(org)),
+                ("terms_version", claims.terms_version.as_deref()),
+            ] {
+                if let Some((_, c)) = value.and_then(|v| periscope_signin::hidden_control(v, false))
+                {
+                    return Err(Prepare::Refused(format!(
+                        "The {claim} claim from the sign-in service holds the control character U+{:04X}; Periscope stores no such text.",
+                        u32::from(c)
+                    )));
+                }
+            }
             let created = match state
                 .create_account(&NewAccount::new(email.clone(), org), now)
                 .await

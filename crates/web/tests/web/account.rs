@@ -350,6 +350,32 @@ async fn a_problem_report_is_stored_and_refused_in_words() {
             .await;
         assert_eq!(forged.status, 403, "{}", forged.body);
         assert!(forged.body.contains("This form has expired"));
+        // Text that could drive the administrator's terminal is refused at the edge, in words
+        // that name the character: ESC, BEL, a bare CR (a browser's line break is CRLF), C1,
+        // a bidirectional override.
+        for (text, named) in [
+            ("Map empty\u{1b}]0;pwned\u{7}", "(U+001B, character 10)"),
+            ("ring \u{7} the bell", "(U+0007, character 6)"),
+            (
+                "line\r2026-01-01  boss@example.com",
+                "(U+000D, character 5)",
+            ),
+            ("csi \u{9b}2J", "(U+009B, character 5)"),
+            ("abc\u{202e}fed", "(U+202E, character 4)"),
+        ] {
+            let page = browser
+                .post(
+                    &app.url("/report-a-problem"),
+                    &[("csrf", &csrf), ("description", text)],
+                )
+                .await;
+            assert_eq!(page.status, 422, "{text:?}: {}", page.body);
+            assert!(
+                page.body.contains("invisible control character") && page.body.contains(named),
+                "{text:?}: {}",
+                page.body
+            );
+        }
         assert!(fixture.state.reports(10).await.unwrap().is_empty());
 
         // Exactly 4,000 characters with a line break sent as CRLF (one character) is stored.

@@ -138,6 +138,29 @@ async fn walk(browser: &Browser, issuer: &str, url: &str, until: &str) -> (Strin
     panic!("the provider never sent the browser to {until}");
 }
 
+/// Starts `oidc-provider` for an application listening at `origin`, its accounts in the
+/// organisation `org`; returns it and its issuer.
+async fn start_provider(origin: &str, org: &str) -> (Node, String) {
+    let port = free_port();
+    let issuer = format!("http://127.0.0.1:{port}");
+    let child = tokio::process::Command::new("node")
+        .arg(provider_dir().join("server.mjs"))
+        .env("PORT", port.to_string())
+        .env("CLIENT_ID", ID)
+        .env("CLIENT_SECRET", SECRET)
+        .env("REDIRECT_URI", format!("{origin}/oidc/callback"))
+        .env("POST_LOGOUT_REDIRECT_URI", format!("{origin}/signed-out"))
+        .env("EMAIL", EMAIL)
+        .env("ORG_NAME", org)
+        .env("NODE_ENV", "development")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node starts");
+    let node = Node(child);
+    wait_for_port(port, "oidc-provider").await;
+    (node, issuer)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signs_in_and_out_through_oidc_provider() {
     if !installed() {
@@ -146,23 +169,7 @@ async fn signs_in_and_out_through_oidc_provider() {
     on_each_backend("web_interop", |fixture| async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let origin = format!("http://{}", listener.local_addr().unwrap());
-        let port = free_port();
-        let issuer = format!("http://127.0.0.1:{port}");
-        let child = tokio::process::Command::new("node")
-            .arg(provider_dir().join("server.mjs"))
-            .env("PORT", port.to_string())
-            .env("CLIENT_ID", ID)
-            .env("CLIENT_SECRET", SECRET)
-            .env("REDIRECT_URI", format!("{origin}/oidc/callback"))
-            .env("POST_LOGOUT_REDIRECT_URI", format!("{origin}/signed-out"))
-            .env("EMAIL", EMAIL)
-            .env("ORG_NAME", ORG)
-            .env("NODE_ENV", "development")
-            .kill_on_drop(true)
-            .spawn()
-            .expect("node starts");
-        let _node = Node(child);
-        wait_for_port(port, "oidc-provider").await;
+        let (_node, issuer) = start_provider(&origin, ORG).await;
         let app = App::external_on(&fixture.state, listener, &issuer, ID, SECRET);
         let browser = Browser::new();
 
@@ -230,6 +237,50 @@ async fn signs_in_and_out_through_oidc_provider() {
         assert_eq!(browser.get(&callback).await.status, 303);
 
         assert_not_logged("interop", &[SECRET, &code, &session]);
+    })
+    .await;
+}
+
+/// Claims are text another service stored: an `org_name` holding ESC and BEL (it would retitle
+/// the administrator's terminal) prepares no account, and the refusal says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_org_name_claim_with_control_characters_prepares_no_account() {
+    if !installed() {
+        return;
+    }
+    on_each_backend("web_interop_claims", |fixture| async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let (_node, issuer) = start_provider(&origin, "Evil\u{1b}]0;pwned\u{7} Org").await;
+        let app = App::external_on(&fixture.state, listener, &issuer, ID, SECRET);
+        let browser = Browser::new();
+        let first = browser.get(&app.url("/signin?return_to=%2Faccount")).await;
+        assert_eq!(first.status, 303, "{}", first.body);
+        let (callback, _) = walk(
+            &browser,
+            &issuer,
+            &first.location(),
+            &app.url("/oidc/callback"),
+        )
+        .await;
+        let refused = browser.get(&callback).await;
+        assert_eq!(refused.status, 400, "{}", refused.body);
+        assert!(
+            refused.body.contains(
+                "The org_name claim from the sign-in service holds the control character U+001B"
+            ),
+            "{}",
+            refused.body
+        );
+        let email = periscope_state::Email::parse(EMAIL).unwrap();
+        assert!(
+            fixture
+                .state
+                .account_by_email(&email)
+                .await
+                .unwrap()
+                .is_none()
+        );
     })
     .await;
 }
