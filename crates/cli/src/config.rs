@@ -68,6 +68,12 @@ pub struct SignInSettings {
     /// `terms_version`: the dated terms version recorded at registration (default the sign-in
     /// crate's).
     pub terms_version: Option<String>,
+    /// `client_ip_header`: the header a trusted reverse proxy puts the client address in
+    /// (`x-forwarded-for`); unset, the connection's peer address (the proxy's, behind one).
+    pub client_ip_header: Option<String>,
+    /// `database_acquire_timeout_ms`: how long a sign-in request waits for a database
+    /// connection (default the sign-in crate's, 2000).
+    pub database_acquire_timeout_ms: Option<u64>,
 }
 
 /// The `[web]` section: which OpenID Connect provider the browser application signs in with.
@@ -696,6 +702,27 @@ const KEYS: &[Key] = &[
         },
     },
     Key {
+        section: Some("signin"),
+        name: "client_ip_header",
+        expected: "the name of the header a trusted reverse proxy sets, such as x-forwarded-for",
+        set: |c, raw| {
+            let name = non_empty(raw.string()?)?;
+            axum::http::HeaderName::from_bytes(name.as_bytes()).ok()?;
+            c.signin.client_ip_header = Some(name.to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("signin"),
+        name: "database_acquire_timeout_ms",
+        expected: "a whole number of milliseconds from 1 to 60000",
+        set: |c, raw| {
+            let ms = ranged::<u64>(raw, 1).filter(|ms| *ms <= 60_000)?;
+            c.signin.database_acquire_timeout_ms = Some(ms);
+            Some(())
+        },
+    },
+    Key {
         section: Some("web"),
         name: "issuer",
         expected: "an external OpenID Connect provider's issuer URL",
@@ -965,6 +992,8 @@ timeout_ms = 500
                 "PERISCOPE_SIGNIN_SMTP_PORT",
                 "PERISCOPE_SIGNIN_MAIL_FROM",
                 "PERISCOPE_SIGNIN_TERMS_VERSION",
+                "PERISCOPE_SIGNIN_CLIENT_IP_HEADER",
+                "PERISCOPE_SIGNIN_DATABASE_ACQUIRE_TIMEOUT_MS",
                 "PERISCOPE_WEB_ISSUER",
                 "PERISCOPE_WEB_CLIENT_ID",
                 "PERISCOPE_WEB_CLIENT_SECRET",
@@ -983,6 +1012,34 @@ timeout_ms = 500
         for key in KEYS {
             assert!(doc.contains(&format!("`{}`", key.name)), "{}", key.dotted());
             assert!(doc.contains(&key.env_name()), "{}", key.env_name());
+        }
+    }
+
+    #[test]
+    fn signin_proxy_header_and_acquire_timeout() {
+        let none = ConfigArgs {
+            config: None,
+            data: None,
+            database_url: None,
+        };
+        let c = none
+            .load_with(env(&[
+                ("PERISCOPE_SIGNIN_CLIENT_IP_HEADER", "X-Forwarded-For"),
+                ("PERISCOPE_SIGNIN_DATABASE_ACQUIRE_TIMEOUT_MS", "500"),
+            ]))
+            .unwrap();
+        assert_eq!(
+            c.signin.client_ip_header.as_deref(),
+            Some("X-Forwarded-For")
+        );
+        assert_eq!(c.signin.database_acquire_timeout_ms, Some(500));
+        for (key, bad) in [
+            ("PERISCOPE_SIGNIN_CLIENT_IP_HEADER", "not a header"),
+            ("PERISCOPE_SIGNIN_DATABASE_ACQUIRE_TIMEOUT_MS", "0"),
+            ("PERISCOPE_SIGNIN_DATABASE_ACQUIRE_TIMEOUT_MS", "60001"),
+        ] {
+            let e = none.load_with(env(&[(key, bad)])).unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
         }
     }
 

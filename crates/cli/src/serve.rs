@@ -354,6 +354,10 @@ pub(crate) fn apply_signin_settings(config: &Config, signin: &mut SignInConfig) 
     if let Some(version) = &config.signin.terms_version {
         signin.terms_version = version.clone();
     }
+    signin.client_ip_header = config.signin.client_ip_header.clone();
+    if let Some(ms) = config.signin.database_acquire_timeout_ms {
+        signin.database_acquire_timeout_ms = ms;
+    }
 }
 
 /// The embedded client's secret: generated once into `DATA/web-client-secret` (mode 0600)
