@@ -167,6 +167,18 @@ async fn handle(app: &App, params: Params, headers: &HeaderMap) -> Response {
             "state and nonce may have at most 2048 characters",
         );
     }
+    // Both are stored with the code; neither may hold a control character (RFC 6749 allows
+    // printable ASCII in state).
+    if [nonce, state]
+        .into_iter()
+        .flatten()
+        .any(|v| crate::text::hidden_control(v, false).is_some())
+    {
+        return fail(
+            "invalid_request",
+            "state and nonce must not contain control characters",
+        );
+    }
     let prompts: Vec<&str> = v("prompt").map_or(Vec::new(), |p| p.split(' ').collect());
     if prompts.contains(&"none") && prompts.len() > 1 {
         return fail(

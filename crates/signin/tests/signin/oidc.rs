@@ -426,6 +426,29 @@ async fn refusals() {
             );
             assert!(query_param(&location, "code").is_none());
         }
+        // A nonce holding a control character (it would be stored with the code and echoed in
+        // the ID token).
+        let mut pairs = base.to_vec();
+        pairs[5] = ("nonce", "n-\u{1b}[2J");
+        pairs.extend([
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+        ]);
+        let location = browser
+            .get(&manual_authorize(&provider, &pairs))
+            .await
+            .location();
+        assert_eq!(
+            query_param(&location, "error").as_deref(),
+            Some("invalid_request"),
+            "{location}"
+        );
+        assert!(
+            query_param(&location, "error_description")
+                .unwrap()
+                .contains("control characters"),
+            "{location}"
+        );
         // Without the openid scope; another response type.
         let mut pairs = base.to_vec();
         pairs[3] = ("scope", "email");
