@@ -13,7 +13,7 @@ use periscope_model::CountryCode;
 use periscope_model::observation::{Observation, ServiceObservation};
 use periscope_model::record::{AsnAttribution, Location, NetworkProvider, Position};
 
-use crate::mmdb::{GeoDb, Record, Role};
+use crate::mmdb::{GeoDb, Num, Record, Role};
 use crate::{AsnTable, DatabaseKind, EnrichConfig, EnrichError, is_internal};
 
 /// The longest location string the observation format accepts, in characters.
@@ -319,7 +319,12 @@ fn location(r: &Record<'_>, dropped: &mut u32) -> Option<Location> {
         Some(l) => (l.latitude, l.longitude, l.accuracy_radius),
         None => (r.latitude, r.longitude, None),
     };
-    if let (Some(latitude), Some(longitude)) = (lat, lon) {
+    let radius = radius.map(|n| {
+        n.as_u64()
+            .and_then(|km| u32::try_from(km).ok())
+            .unwrap_or(u32::MAX)
+    });
+    if let (Some(latitude), Some(longitude)) = (lat.map(Num::as_f64), lon.map(Num::as_f64)) {
         if (-90.0..=90.0).contains(&latitude) && (-180.0..=180.0).contains(&longitude) {
             let accuracy_radius_km = radius.filter(|&km| {
                 let ok = km <= MAX_RADIUS_KM;
@@ -344,7 +349,7 @@ fn location(r: &Record<'_>, dropped: &mut u32) -> Option<Location> {
 fn network(r: &Record<'_>, dropped: &mut u32) -> Option<(AsnAttribution, NetworkProvider)> {
     let traits = r.traits.as_ref();
     let number = match (r.autonomous_system_number, r.asn) {
-        (Some(n), _) => u64::from(n),
+        (Some(n), _) => n.as_u64().unwrap_or(0),
         (None, Some(v)) => match v.number() {
             Ok(n) => n,
             Err(_) => {
@@ -352,7 +357,10 @@ fn network(r: &Record<'_>, dropped: &mut u32) -> Option<(AsnAttribution, Network
                 return None;
             }
         },
-        (None, None) => u64::from(traits.and_then(|t| t.autonomous_system_number)?),
+        (None, None) => traits
+            .and_then(|t| t.autonomous_system_number)?
+            .as_u64()
+            .unwrap_or(0),
     };
     let Some(asn) = u32::try_from(number).ok().and_then(|n| Asn::new(n).ok()) else {
         // AS 0 and numbers past 32 bits are no AS.

@@ -157,9 +157,9 @@ pub(crate) struct Record<'a> {
     #[serde(borrow)]
     pub city: Option<Named<'a>>,
     pub location: Option<GeoLocation>,
-    pub latitude: Option<f64>,
-    pub longitude: Option<f64>,
-    pub autonomous_system_number: Option<u32>,
+    pub latitude: Option<Num>,
+    pub longitude: Option<Num>,
+    pub autonomous_system_number: Option<Num>,
     #[serde(borrow)]
     pub autonomous_system_organization: Option<&'a str>,
     #[serde(borrow)]
@@ -177,15 +177,15 @@ pub(crate) struct Record<'a> {
 /// MaxMind's `location` map.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct GeoLocation {
-    pub latitude: Option<f64>,
-    pub longitude: Option<f64>,
-    pub accuracy_radius: Option<u32>,
+    pub latitude: Option<Num>,
+    pub longitude: Option<Num>,
+    pub accuracy_radius: Option<Num>,
 }
 
 /// GeoIP2 Enterprise's `traits` map (the network members; the rest is ignored).
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct Traits<'a> {
-    pub autonomous_system_number: Option<u32>,
+    pub autonomous_system_number: Option<Num>,
     #[serde(borrow)]
     pub autonomous_system_organization: Option<&'a str>,
     #[serde(borrow)]
@@ -241,6 +241,62 @@ impl<'de: 'a, 'a> Deserialize<'de> for Named<'a> {
             }
         }
         deserializer.deserialize_any(NamedVisitor)
+    }
+}
+
+/// A number of any MaxMind DB numeric type: vendors write coordinates as `double` (MaxMind)
+/// or `float` (ip-location-db), radii as `uint16`, AS numbers as `uint32`, and the decoder
+/// refuses a type other than the one asked for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Num {
+    Unsigned(u64),
+    Signed(i64),
+    Float(f64),
+}
+
+impl Num {
+    pub(crate) fn as_f64(self) -> f64 {
+        match self {
+            Num::Unsigned(n) => n as f64,
+            Num::Signed(n) => n as f64,
+            Num::Float(x) => x,
+        }
+    }
+
+    /// The value as a whole number, when it is one.
+    pub(crate) fn as_u64(self) -> Option<u64> {
+        match self {
+            Num::Unsigned(n) => Some(n),
+            Num::Signed(n) => u64::try_from(n).ok(),
+            Num::Float(_) => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NumVisitor;
+        impl Visitor<'_> for NumVisitor {
+            type Value = Num;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Num, E> {
+                Ok(Num::Unsigned(v))
+            }
+            fn visit_u128<E: de::Error>(self, v: u128) -> Result<Num, E> {
+                u64::try_from(v)
+                    .map(Num::Unsigned)
+                    .map_err(|_| E::custom("a number past 64 bits"))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Num, E> {
+                Ok(Num::Signed(v))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Num, E> {
+                Ok(Num::Float(v))
+            }
+        }
+        deserializer.deserialize_any(NumVisitor)
     }
 }
 
@@ -306,6 +362,7 @@ mod tests {
             ("DBIP-Country-Lite", true, false),
             ("DBIP-Location (compat=City)", true, false),
             ("city", true, false),
+            ("city ipv4", true, false),
             ("country", true, false),
             ("GeoLite2-ASN", false, true),
             ("DBIP-ASN-Lite (compat=GeoLite2-ASN)", false, true),
