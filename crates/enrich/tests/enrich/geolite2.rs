@@ -6,7 +6,7 @@
 use periscope_enrich::{EnrichConfig, EnrichStats, Fill};
 use periscope_model::record::Location;
 
-use crate::support::{geolite2_city, observation, observation_with_host, open};
+use crate::support::{assert_valid, geolite2_city, observation, observation_with_host, open};
 
 /// Enriches `ip` with `file` as the location database; the location it got.
 fn locate(file: &std::path::Path, ip: &str) -> (Fill, Option<Location>) {
@@ -127,10 +127,11 @@ fn many_addresses_are_counted() {
     });
     let mut stats = EnrichStats::default();
     // One address in each /8 of unicast space but 0/8, 10/8, 127/8: almost all are placed,
-    // and whatever is not placed is counted.
+    // whatever is not placed is counted, and every location written passes the reader.
     for a in (1u8..224).filter(|a| ![10, 127].contains(a)) {
         let mut obs = observation(&format!("{a}.1.2.3"));
         stats.record(&enricher.enrich(&mut obs));
+        assert_valid(&obs);
     }
     assert_eq!(stats.observations, 221);
     assert_eq!(stats.location_added + stats.location_not_found, 221);

@@ -8,7 +8,7 @@ use periscope_model::record::{AsnAttribution, Location, NetworkProvider, Positio
 use periscope_model::{Asn, CountryCode};
 use serde_json::{Value, json};
 
-use crate::support::{TempDir, observation, observation_with_host, open, write_mmdb};
+use crate::support::{TempDir, assert_valid, observation, observation_with_host, open, write_mmdb};
 
 fn maxmind_city_types() -> Value {
     json!({
@@ -175,6 +175,7 @@ fn ipinfo_lite_gives_country_and_asn_from_one_file() {
         })
     );
     assert_eq!(obs.host.asn.network, Some(asn(13335, "Cloudflare, Inc.")));
+    assert_valid(&obs);
     assert_eq!(
         obs.host.provider,
         Some(NetworkProvider {
@@ -240,6 +241,7 @@ fn geolite2_asn_fills_the_network_asn_and_the_provider() {
             "{ip}"
         );
         assert_eq!(obs.host.asn.network, expected, "{ip}");
+        assert_valid(&obs);
         // The other attributions belong to other sources.
         assert_eq!((obs.host.asn.research, obs.host.asn.bgp), (None, None));
     }
@@ -339,6 +341,7 @@ fn values_the_format_refuses_are_dropped_and_counted() {
     let outcome = enricher.enrich(&mut obs);
     stats.record(&outcome);
     assert_eq!(outcome.dropped_values, 3, "{outcome:?}");
+    assert_valid(&obs);
     assert_eq!(
         obs.host.location,
         Some(Location {
@@ -365,4 +368,68 @@ fn values_the_format_refuses_are_dropped_and_counted() {
     assert_eq!(stats.location_added, 2);
     assert_eq!(stats.dropped_values, 3);
     assert!(stats.to_string().contains("values dropped 3"), "{stats}");
+}
+
+#[test]
+fn a_damaged_record_is_counted_as_a_failure_not_a_panic() {
+    let dir = TempDir::new("damaged");
+    let Some(file) = geolite2_asn(&dir) else {
+        return;
+    };
+    // Break the control byte of the string "QUAD9-AS-1" (type 2, length 10: 0x4a) into an
+    // extended type that does not exist; the file still opens, the record does not decode.
+    let mut bytes = std::fs::read(&file).expect("read the file");
+    let at = bytes
+        .windows(10)
+        .position(|w| w == b"QUAD9-AS-1")
+        .expect("the organisation is in the file");
+    assert_eq!(bytes[at - 1], 0x4a);
+    bytes[at - 1] = 0x00;
+    bytes[at] = 0xff;
+    let damaged = dir.write("damaged.mmdb", bytes);
+    let enricher = open(EnrichConfig {
+        geoip_asn: Some(damaged),
+        ..EnrichConfig::default()
+    });
+    let mut stats = EnrichStats::default();
+    let mut quad9 = observation("9.9.9.9");
+    let outcome = enricher.enrich(&mut quad9);
+    stats.record(&outcome);
+    assert_eq!(outcome.asn, Fill::Failed, "{outcome:?}");
+    assert!(
+        outcome
+            .failure
+            .as_deref()
+            .is_some_and(|f| f.starts_with("9.9.9.9: ")),
+        "{outcome:?}"
+    );
+    assert_eq!(quad9.host.asn.network, None);
+    // The undamaged record still reads.
+    let mut google = observation("8.8.8.8");
+    stats.record(&enricher.enrich(&mut google));
+    assert_eq!(google.host.asn.network, Some(asn(15169, "GOOGLE")));
+    assert_eq!((stats.failures, stats.asn_added), (1, 1));
+    assert!(
+        stats
+            .to_string()
+            .contains("failed lookups 1 (first: 9.9.9.9: "),
+        "{stats}"
+    );
+}
+
+#[test]
+fn domain_lines_are_left_alone_and_the_enricher_is_shared_by_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<periscope_enrich::Enricher>();
+    let enricher = open(EnrichConfig::default());
+    assert!(enricher.is_empty());
+    let now = periscope_model::Timestamp::parse("2026-11-25T00:00:00Z").expect("a timestamp");
+    let line = r#"{"kind":"domain","name":"example.com","addresses":["8.8.8.8"],"observed_at":"2026-11-20T12:00:00Z"}"#;
+    let mut domain = periscope_model::observation::ObservationReader::new(now)
+        .read_line(line)
+        .expect("a domain line")
+        .expect("not blank");
+    let before = domain.clone();
+    assert_eq!(enricher.enrich_observation(&mut domain), None);
+    assert_eq!(domain, before);
 }

@@ -133,3 +133,74 @@ pub fn open_err(config: EnrichConfig) -> EnrichError {
         Err(e) => e,
     }
 }
+
+/// Asserts that the enrichment `obs` carries passes the observation reader: the location, the
+/// ASN attributions and the provider are written back as a `host` block and read again.
+pub fn assert_valid(obs: &ServiceObservation) {
+    let host = &obs.host;
+    let mut block = serde_json::Map::new();
+    if let Some(l) = &host.location {
+        let mut location = serde_json::Map::new();
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(v) = value {
+                location.insert(key.to_owned(), v);
+            }
+        };
+        put("continent", l.continent.clone().map(Value::from));
+        put(
+            "country_code",
+            l.country_code.map(|c| Value::from(c.to_string())),
+        );
+        put("country_name", l.country_name.clone().map(Value::from));
+        put("subdivision_1", l.subdivision_1.clone().map(Value::from));
+        put("subdivision_2", l.subdivision_2.clone().map(Value::from));
+        put("city", l.city.clone().map(Value::from));
+        put("latitude", l.position.map(|p| Value::from(p.latitude)));
+        put("longitude", l.position.map(|p| Value::from(p.longitude)));
+        put(
+            "accuracy_radius_km",
+            l.position
+                .and_then(|p| p.accuracy_radius_km)
+                .map(Value::from),
+        );
+        block.insert("location".into(), Value::Object(location));
+    }
+    if let Some(n) = &host.asn.network {
+        block.insert(
+            "asn".into(),
+            serde_json::json!({"network": {"asn": n.asn.get(), "organization": n.organization}}),
+        );
+    }
+    if let Some(p) = &host.provider {
+        block.insert(
+            "provider".into(),
+            serde_json::json!({"organization": p.organization, "as_organization": p.as_organization, "isp": p.isp}),
+        );
+    }
+    let again = observation_with_host(&obs.ip.to_string(), &Value::Object(block).to_string());
+    // serde_json reads floats to within an ulp or so, not exactly: positions compare close.
+    let strip = |l: &Option<periscope_model::record::Location>| {
+        l.clone().map(|l| periscope_model::record::Location {
+            position: None,
+            ..l
+        })
+    };
+    assert_eq!(
+        strip(&again.host.location),
+        strip(&host.location),
+        "{}",
+        obs.ip
+    );
+    let position =
+        |l: &Option<periscope_model::record::Location>| l.as_ref().and_then(|l| l.position);
+    match (position(&again.host.location), position(&host.location)) {
+        (Some(a), Some(b)) => {
+            assert!((a.latitude - b.latitude).abs() < 1e-9, "{}", obs.ip);
+            assert!((a.longitude - b.longitude).abs() < 1e-9, "{}", obs.ip);
+            assert_eq!(a.accuracy_radius_km, b.accuracy_radius_km, "{}", obs.ip);
+        }
+        (a, b) => assert_eq!(a, b, "{}", obs.ip),
+    }
+    assert_eq!(again.host.asn.network, host.asn.network, "{}", obs.ip);
+    assert_eq!(again.host.provider, host.provider, "{}", obs.ip);
+}
