@@ -13,7 +13,7 @@ use periscope_model::CountryCode;
 use periscope_model::observation::{Observation, ServiceObservation};
 use periscope_model::record::{AsnAttribution, Location, NetworkProvider, Position};
 
-use crate::mmdb::{GeoDb, Num, Record, Role};
+use crate::mmdb::{GeoDb, Named, Num, Record, Role};
 use crate::{AsnTable, DatabaseKind, EnrichConfig, EnrichError, is_internal};
 
 /// The longest location string the observation format accepts, in characters.
@@ -294,16 +294,17 @@ impl Enricher {
 /// The location a record gives, `None` when it gives nothing usable.
 fn location(r: &Record<'_>, dropped: &mut u32) -> Option<Location> {
     let mut place = |s: Option<&str>| text(s, MAX_PLACE, dropped);
-    let country_code_text = r
-        .country
-        .and_then(|c| c.code)
-        .or(r.country_code)
-        .filter(|c| !c.is_empty());
+    let (country_code, country_name) = code_and_name(r.country);
+    let country_code_text = country_code.or(r.country_code).filter(|c| !c.is_empty());
+    let (continent_code, continent_name) = code_and_name(r.continent);
+    let continent = continent_name
+        .or(r.continent_name)
+        .or_else(|| continent_code.or(r.continent_code).and_then(continent_of));
     let subdivision = |i: usize| r.subdivisions.as_ref()?.get(i)?.name;
     let mut loc = Location {
-        continent: place(r.continent.and_then(|c| c.name)),
+        continent: place(continent),
         country_code: None,
-        country_name: place(r.country.and_then(|c| c.name)),
+        country_name: place(country_name.or(r.country_name)),
         subdivision_1: place(subdivision(0).or(r.state1)),
         subdivision_2: place(subdivision(1).or(r.state2)),
         city: place(r.city.and_then(|c| c.name)),
@@ -343,6 +344,34 @@ fn location(r: &Record<'_>, dropped: &mut u32) -> Option<Location> {
         }
     }
     (loc != Location::default()).then_some(loc)
+}
+
+/// The code and the name of a place. A flat value of two uppercase letters is a code: older
+/// IPinfo files write `country: "CA"` beside `country_name`, and `continent: "NA"`.
+fn code_and_name(place: Option<Named<'_>>) -> (Option<&str>, Option<&str>) {
+    let Some(Named { name, code }) = place else {
+        return (None, None);
+    };
+    match name {
+        Some(n) if code.is_none() && n.len() == 2 && n.bytes().all(|b| b.is_ascii_uppercase()) => {
+            (Some(n), None)
+        }
+        _ => (code, name),
+    }
+}
+
+/// The English name of a continent code, as MaxMind names them.
+fn continent_of(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "AF" => "Africa",
+        "AN" => "Antarctica",
+        "AS" => "Asia",
+        "EU" => "Europe",
+        "NA" => "North America",
+        "OC" => "Oceania",
+        "SA" => "South America",
+        _ => return None,
+    })
 }
 
 /// The ASN attribution and provider fields a record gives.

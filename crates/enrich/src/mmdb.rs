@@ -10,8 +10,9 @@
 //! - MaxMind GeoLite2 ASN / GeoIP2 ISP, DB-IP ASN and ip-location-db's ASN files:
 //!   `autonomous_system_number`, `autonomous_system_organization` (ISP: `isp`,
 //!   `organization`);
-//! - IPinfo Lite: flat strings `country_code`, `country`, `continent`, `asn` (`"AS15169"`),
-//!   `as_name`;
+//! - IPinfo Lite: flat strings `country_code`, `country`, `continent_code`, `continent`, `asn`
+//!   (`"AS15169"`), `as_name`; IPinfo's older free files: `country` (the code),
+//!   `country_name`, `continent` (the code), `continent_name`;
 //! - ip-location-db's City/Country files: flat `country_code`, `state1`, `state2`, `city`,
 //!   `latitude`, `longitude` (empty strings for missing values).
 //!
@@ -148,6 +149,12 @@ pub(crate) struct Record<'a> {
     pub country: Option<Named<'a>>,
     #[serde(borrow)]
     pub country_code: Option<&'a str>,
+    #[serde(borrow)]
+    pub country_name: Option<&'a str>,
+    #[serde(borrow)]
+    pub continent_code: Option<&'a str>,
+    #[serde(borrow)]
+    pub continent_name: Option<&'a str>,
     #[serde(borrow)]
     pub subdivisions: Option<Vec<Named<'a>>>,
     #[serde(borrow)]

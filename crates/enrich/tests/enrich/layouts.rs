@@ -433,3 +433,53 @@ fn domain_lines_are_left_alone_and_the_enricher_is_shared_by_threads() {
     assert_eq!(enricher.enrich_observation(&mut domain), None);
     assert_eq!(domain, before);
 }
+
+#[test]
+fn older_ipinfo_files_write_codes_where_lite_writes_names() {
+    let dir = TempDir::new("ipinfo-old");
+    let types = json!({
+        "country": "utf8_string", "country_name": "utf8_string", "continent": "utf8_string",
+        "continent_name": "utf8_string", "asn": "utf8_string", "as_name": "utf8_string",
+    });
+    // IPinfo's former free "country_asn" file: codes in `country` and `continent`.
+    let telia = json!({"country": "SE", "country_name": "Sweden", "continent": "EU",
+                       "asn": "AS1299", "as_name": "Arelion Sweden AB"});
+    // A continent given only as a code is named as MaxMind names it.
+    let ntt = json!({"country": "JP", "continent": "AS"});
+    let Some(file) = write_mmdb(
+        &dir,
+        "country_asn.mmdb",
+        json!({"database_type": "ipinfo country_asn.mmdb", "ip_version": 6, "types": types,
+               "networks": [["62.115.0.0/16", telia], ["61.112.0.0/12", ntt]]}),
+    ) else {
+        return;
+    };
+    let enricher = open(EnrichConfig {
+        geoip_city: Some(file.clone()),
+        geoip_asn: Some(file),
+        ..EnrichConfig::default()
+    });
+    let mut obs = observation("62.115.1.1");
+    enricher.enrich(&mut obs);
+    assert_eq!(
+        obs.host.location,
+        Some(Location {
+            continent: Some("Europe".into()),
+            country_code: Some(CountryCode::parse("SE").expect("SE")),
+            country_name: Some("Sweden".into()),
+            ..Location::default()
+        })
+    );
+    assert_eq!(obs.host.asn.network, Some(asn(1299, "Arelion Sweden AB")));
+    assert_valid(&obs);
+
+    let mut obs = observation("61.113.1.1");
+    enricher.enrich(&mut obs);
+    let location = obs.host.location.expect("located");
+    assert_eq!(location.continent.as_deref(), Some("Asia"));
+    assert_eq!(
+        location.country_code.map(|c| c.to_string()).as_deref(),
+        Some("JP")
+    );
+    assert_eq!(location.country_name, None);
+}
