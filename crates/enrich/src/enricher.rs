@@ -250,44 +250,51 @@ impl Enricher {
             out.asn = if internal {
                 Fill::Internal
             } else {
-                match self.network(obs.ip, &mut out) {
-                    Some((attribution, provider)) => {
+                match self.network(obs.ip, &mut out.dropped_values) {
+                    Ok(Some((attribution, provider))) => {
                         host.asn.network = Some(attribution);
                         if host.provider.is_none() && provider != NetworkProvider::default() {
                             host.provider = Some(provider);
                         }
                         Fill::Added
                     }
-                    None if out.failure.is_some() => Fill::Failed,
-                    None => Fill::NotFound,
+                    Ok(None) => Fill::NotFound,
+                    Err(failure) => {
+                        out.failure.get_or_insert(failure);
+                        Fill::Failed
+                    }
                 }
             };
         }
         out
     }
 
-    /// The ASN of `ip` from the ASN file, else from the table.
+    /// The ASN of `ip` from the ASN file, else from the table. An error (a damaged record of
+    /// the ASN file) only when the table does not answer either.
     fn network(
         &self,
         ip: IpAddr,
-        out: &mut EnrichOutcome,
-    ) -> Option<(AsnAttribution, NetworkProvider)> {
+        dropped: &mut u32,
+    ) -> Result<Option<(AsnAttribution, NetworkProvider)>, String> {
+        let mut failure = None;
         if let Some(db) = &self.asn {
             match db.lookup(ip) {
                 Ok(Some(record)) => {
-                    if let Some(found) = network(&record, &mut out.dropped_values) {
-                        return Some(found);
+                    if let Some(found) = network(&record, dropped) {
+                        return Ok(Some(found));
                     }
                 }
                 Ok(None) => {}
-                Err(e) => out.failure = Some(format!("{ip}: {e}")),
+                Err(e) => failure = Some(format!("{ip}: {e}")),
             }
         }
-        let entry = self.table.as_ref()?.lookup(ip)?;
-        let org = entry.organization.as_deref();
-        let found = attribution(entry.asn, org, &mut out.dropped_values);
-        out.failure = None;
-        Some(found)
+        match self.table.as_ref().and_then(|t| t.lookup(ip)) {
+            Some(entry) => {
+                let org = entry.organization.as_deref();
+                Ok(Some(attribution(entry.asn, org, dropped)))
+            }
+            None => failure.map_or(Ok(None), Err),
+        }
     }
 }
 

@@ -415,6 +415,17 @@ fn a_damaged_record_is_counted_as_a_failure_not_a_panic() {
             .contains("failed lookups 1 (first: 9.9.9.9: "),
         "{stats}"
     );
+
+    // With an iptoasn table as well, the table answers for the damaged record.
+    let with_table = open(EnrichConfig {
+        geoip_asn: Some(dir.path("damaged.mmdb")),
+        asn_table: Some(dir.write("t.tsv", "9.9.9.0\t9.9.9.255\t19281\tUS\tQUAD9-AS-1\n")),
+        ..EnrichConfig::default()
+    });
+    let mut quad9 = observation("9.9.9.9");
+    let outcome = with_table.enrich(&mut quad9);
+    assert_eq!((outcome.asn, outcome.failure), (Fill::Added, None));
+    assert_eq!(quad9.host.asn.network, Some(asn(19281, "QUAD9-AS-1")));
 }
 
 #[test]
