@@ -41,6 +41,9 @@ struct Range<T> {
 #[derive(Debug, Default)]
 pub struct AsnTable {
     v4: Vec<Range<u32>>,
+    /// For each /16 prefix `p`, how many IPv4 ranges start before `p << 16` (65,537 entries),
+    /// so a lookup searches only the ranges starting in its own /16.
+    v4_by_16: Vec<u32>,
     v6: Vec<Range<u128>>,
     entries: Vec<AsEntry>,
     not_routed: u64,
@@ -168,6 +171,13 @@ impl AsnTable {
                 }),
             }
         }
+        self.v4_by_16 = (0..=1u32 << 16)
+            .map(|p| {
+                let bound = u64::from(p) << 16;
+                // At most 2^32 ranges of distinct starts: the count fits in u32.
+                self.v4.partition_point(|r| u64::from(r.start) < bound) as u32
+            })
+            .collect();
         Ok(())
     }
 
@@ -178,7 +188,7 @@ impl AsnTable {
             v4 => v4,
         };
         let entry = match ip {
-            IpAddr::V4(v4) => find(&self.v4, u32::from(v4)),
+            IpAddr::V4(v4) => self.find_v4(u32::from(v4)),
             IpAddr::V6(v6) => find(&self.v6, u128::from(v6)),
         }?;
         self.entries.get(entry as usize)
@@ -197,6 +207,21 @@ impl AsnTable {
     /// How many lines named a range that is not routed (AS 0).
     pub fn not_routed(&self) -> u64 {
         self.not_routed
+    }
+}
+
+impl AsnTable {
+    /// [`find`] within the ranges that start in the /16 of `ip`, and the one before them.
+    fn find_v4(&self, ip: u32) -> Option<u32> {
+        let p = (ip >> 16) as usize;
+        let (Some(&lo), Some(&hi)) = (self.v4_by_16.get(p), self.v4_by_16.get(p + 1)) else {
+            // An empty `AsnTable::default()` has no index.
+            return find(&self.v4, ip);
+        };
+        let (lo, hi) = (lo as usize, hi as usize);
+        let after = lo + self.v4[lo..hi].partition_point(|r| r.start <= ip);
+        let r = self.v4.get(after.checked_sub(1)?)?;
+        (ip <= r.end).then_some(r.entry)
     }
 }
 
@@ -275,4 +300,69 @@ fn address(field: &str) -> Result<IpAddr, String> {
     field
         .parse()
         .map_err(|_| format!("{field:?} is not an IP address"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SplitMix64, for reproducible random tables.
+    fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// The indexed lookup answers as a linear scan of the lines does, on random tables of
+    /// ranges of every size (within one /16, across /16s, touching, with gaps).
+    #[test]
+    fn indexed_lookup_agrees_with_a_linear_scan() {
+        let mut state = 7;
+        for round in 0..20 {
+            let mut text = String::new();
+            let mut ranges = Vec::new();
+            let mut start: u64 = next(&mut state) % (1 << 20);
+            while ranges.len() < 300 {
+                let size = 1 + next(&mut state) % [16, 300, 70_000, 3_000_000][round % 4];
+                let end = start + size - 1;
+                if end > u64::from(u32::MAX) {
+                    break;
+                }
+                let asn = 1 + next(&mut state) % 5;
+                text.push_str(&format!(
+                    "{}\t{}\t{asn}\tUS\tAS-{asn}\n",
+                    std::net::Ipv4Addr::from(start as u32),
+                    std::net::Ipv4Addr::from(end as u32)
+                ));
+                ranges.push((start as u32, end as u32, asn as u32));
+                start = end + 1 + next(&mut state) % 3 * (next(&mut state) % 100_000);
+            }
+            let table = AsnTable::read(text.as_bytes(), Path::new("random.tsv")).expect("valid");
+            let mut probes: Vec<u32> = (0..2_000).map(|_| next(&mut state) as u32).collect();
+            for &(s, e, _) in &ranges {
+                probes.extend([s, e, s.wrapping_sub(1), e.wrapping_add(1)]);
+            }
+            for ip in probes {
+                let expected = ranges
+                    .iter()
+                    .find(|&&(s, e, _)| s <= ip && ip <= e)
+                    .map(|r| r.2);
+                let got = table
+                    .lookup(IpAddr::V4(ip.into()))
+                    .map(|entry| entry.asn.get());
+                assert_eq!(
+                    got,
+                    expected,
+                    "round {round}, {}",
+                    std::net::Ipv4Addr::from(ip)
+                );
+            }
+        }
+        assert_eq!(
+            AsnTable::default().lookup("8.8.8.8".parse().expect("ip")),
+            None
+        );
+    }
 }
