@@ -286,7 +286,10 @@ impl SearchService {
             .await
     }
 
-    /// Step 6 onwards of a search: reserve a unit, run the page, refund unless answered.
+    /// Step 5 onwards of a search: admission, a look at the allowance that reserves nothing,
+    /// the page (cursor taken, engine run, next cursor issued), and the charge last, once the
+    /// page is ready to send. A request that ends up free therefore never holds a unit another
+    /// request needs, and a process that dies before the charge leaves nothing charged.
     async fn run_search(
         &self,
         caller: &Caller,
@@ -297,36 +300,61 @@ impl SearchService {
         let permit = self.admit(caller)?;
         let now = self.now();
         let account = caller.account.id;
-        let reserved = match caller.account.daily_limit {
-            DailyLimit::Unlimited => None,
-            DailyLimit::Limited(daily) => {
-                match self
-                    .inner
-                    .state
-                    .charge(account, UtcDay::of(now), daily)
-                    .await
-                {
-                    Ok(Charge::Charged(usage)) => Some(usage),
-                    Ok(Charge::Exhausted(usage)) => return Err(ServiceError::LimitReached(usage)),
-                    Err(e) => return Err(ServiceError::state("charging a search", &e)),
-                }
+        let day = UtcDay::of(now);
+        if let DailyLimit::Limited(daily) = caller.account.daily_limit {
+            let usage = self
+                .inner
+                .state
+                .usage(account, day, daily)
+                .await
+                .map_err(|e| ServiceError::state("reading the allowance", &e))?;
+            if usage.remaining() == 0 {
+                return Err(ServiceError::LimitReached(usage));
             }
-        };
-        let mut answer = self.page(caller, query, limit, cursor, now, permit).await;
-        match (&mut answer, reserved) {
-            (Ok(answer), usage) => {
-                answer.allowance = usage;
-                self.inner.charged.fetch_add(1, Ordering::Relaxed);
-            }
-            (Err(_), Some(usage)) => {
-                if let Err(e) = self.inner.state.refund(account, usage.day).await {
-                    tracing::error!(account.id = account.as_i64(), error = %error_chain(&e),
-                        "a search that was not answered could not be refunded");
-                }
-            }
-            (Err(_), None) => {}
         }
-        answer
+        let mut answer = self
+            .page(caller, query, limit, cursor.as_ref(), now, permit)
+            .await?;
+        if let DailyLimit::Limited(daily) = caller.account.daily_limit {
+            let refused = match self.inner.state.charge(account, day, daily).await {
+                Ok(Charge::Charged(usage)) => {
+                    answer.allowance = Some(usage);
+                    None
+                }
+                Ok(Charge::Exhausted(usage)) => Some(ServiceError::LimitReached(usage)),
+                Err(e) => Some(ServiceError::state("charging a search", &e)),
+            };
+            if let Some(error) = refused {
+                self.unissue(caller, cursor.as_ref(), answer.next_cursor.as_ref())
+                    .await;
+                return Err(error);
+            }
+        }
+        self.inner.charged.fetch_add(1, Ordering::Relaxed);
+        Ok(answer)
+    }
+
+    /// Undoes the cursors of a page that will not be sent: the taken one is usable again, the
+    /// one issued for the next page is deleted.
+    async fn unissue(
+        &self,
+        caller: &Caller,
+        taken: Option<&CursorToken>,
+        issued: Option<&CursorToken>,
+    ) {
+        let account = caller.account.id;
+        if let Some(token) = taken
+            && let Err(e) = self.inner.state.release_cursor(token, account).await
+        {
+            tracing::warn!(account.id = account.as_i64(), error = %error_chain(&e),
+                "a taken cursor could not be released");
+        }
+        if let Some(token) = issued
+            && let Err(e) = self.inner.state.discard_cursor(token, account).await
+        {
+            tracing::warn!(account.id = account.as_i64(), error = %error_chain(&e),
+                "the cursor of a page that was not sent could not be discarded");
+        }
     }
 
     /// Takes the cursor, runs the page and issues the next cursor; releases the taken cursor
@@ -336,13 +364,12 @@ impl SearchService {
         caller: &Caller,
         query: Query,
         limit: u32,
-        cursor: Option<CursorToken>,
+        cursor: Option<&CursorToken>,
         now: Timestamp,
         permit: Permit,
     ) -> Result<SearchAnswer> {
-        let account = caller.account.id;
         let canonical = query.to_string();
-        let after = match &cursor {
+        let after = match cursor {
             None => None,
             Some(token) => Some(
                 self.take_cursor(token, caller, &canonical, limit, now)
@@ -352,11 +379,8 @@ impl SearchService {
         let answer = self
             .page_after(caller, query, &canonical, limit, after, now, permit)
             .await;
-        if let (Err(_), Some(token)) = (&answer, &cursor)
-            && let Err(e) = self.inner.state.release_cursor(token, account).await
-        {
-            tracing::warn!(account.id = account.as_i64(), error = %error_chain(&e),
-                "a taken cursor could not be released");
+        if answer.is_err() {
+            self.unissue(caller, cursor, None).await;
         }
         answer
     }
