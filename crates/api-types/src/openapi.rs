@@ -121,7 +121,12 @@ pub fn openapi_document() -> Value {
 }
 
 fn info_description() -> String {
-    let [not_found, method_not_allowed, request_timeout, headers_too_large] = ROUTING_ERRORS
+    let [
+        not_found,
+        method_not_allowed,
+        request_timeout,
+        headers_too_large,
+    ] = ROUTING_ERRORS
     else {
         return String::new();
     };

@@ -543,9 +543,13 @@ fn the_violations_of_a_huge_body_are_capped() {
     assert_eq!(list[0].field, "query");
     assert_eq!(list[1].field, "m000000");
     let last = list.last().unwrap();
-    assert_eq!((last.field.as_str(), last.code.as_str()), ("body", "unknown_field"));
+    assert_eq!(
+        (last.field.as_str(), last.code.as_str()),
+        ("body", "unknown_field")
+    );
     assert!(
-        last.message.starts_with(&format!("{} more members", n - (MAX_VIOLATIONS - 1))),
+        last.message
+            .starts_with(&format!("{} more members", n - (MAX_VIOLATIONS - 1))),
         "{}",
         last.message
     );

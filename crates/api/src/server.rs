@@ -223,9 +223,9 @@ impl Tracker {
         if counted < self.cap as usize {
             return true;
         }
-        let idle = conns.values().find(|c| {
-            !c.evicted.load(Ordering::Relaxed) && c.busy.load(Ordering::SeqCst) == 0
-        });
+        let idle = conns
+            .values()
+            .find(|c| !c.evicted.load(Ordering::Relaxed) && c.busy.load(Ordering::SeqCst) == 0);
         match idle {
             Some(conn) => {
                 conn.evicted.store(true, Ordering::Relaxed);
@@ -290,9 +290,7 @@ impl Conn {
     }
 
     fn bytes_read(&self) {
-        if self.busy.load(Ordering::SeqCst) == 0
-            && self.reading_since.load(Ordering::SeqCst) == 0
-        {
+        if self.busy.load(Ordering::SeqCst) == 0 && self.reading_since.load(Ordering::SeqCst) == 0 {
             self.reading_since.store(self.now_ms(), Ordering::SeqCst);
             self.changed.notify_one();
         }

@@ -20,7 +20,13 @@ struct Row {
     code: &'static str,
 }
 
-fn row(what: &'static str, method: &str, path: &'static str, status: u16, code: &'static str) -> Row {
+fn row(
+    what: &'static str,
+    method: &str,
+    path: &'static str,
+    status: u16,
+    code: &'static str,
+) -> Row {
     Row {
         what,
         method: method.parse().unwrap(),
@@ -85,29 +91,65 @@ fn rows(key: &str) -> Vec<Row> {
     let many: Vec<(String, String)> = (0..150)
         .map(|i| (format!("x-filler-{i}"), "1".to_owned()))
         .collect();
-    let mut too_many = row("150 header lines", "GET", "/healthz", 431, "headers_too_large");
+    let mut too_many = row(
+        "150 header lines",
+        "GET",
+        "/healthz",
+        431,
+        "headers_too_large",
+    );
     too_many.headers = many;
     vec![
         row("no key", "GET", "/v1/allowance", 401, "unauthorized"),
         row("unknown key", "GET", "/v1/allowance", 401, "unauthorized")
             .header("authorization", "Bearer psk_unknown"),
         row("no route", "GET", "/v2/nothing", 404, "not_found"),
-        row("wrong method", "DELETE", "/v1/search", 405, "method_not_allowed"),
-        row("declared body over 512 KiB", "POST", "/v1/search", 413, "body_too_large")
-            .header("authorization", bearer.clone())
-            .header("content-type", "application/json")
-            .body(vec![b' '; 600 * 1024]),
-        row("a 20 KiB header", "GET", "/healthz", 431, "headers_too_large")
-            .header("x-big", "a".repeat(20 * 1024)),
+        row(
+            "wrong method",
+            "DELETE",
+            "/v1/search",
+            405,
+            "method_not_allowed",
+        ),
+        row(
+            "declared body over 512 KiB",
+            "POST",
+            "/v1/search",
+            413,
+            "body_too_large",
+        )
+        .header("authorization", bearer.clone())
+        .header("content-type", "application/json")
+        .body(vec![b' '; 600 * 1024]),
+        row(
+            "a 20 KiB header",
+            "GET",
+            "/healthz",
+            431,
+            "headers_too_large",
+        )
+        .header("x-big", "a".repeat(20 * 1024)),
         too_many,
-        row("garbage punycode", "POST", "/v1/search", 422, "validation_failed")
-            .header("authorization", bearer.clone())
-            .header("content-type", "application/json")
-            .body(r#"{"query":"domain:xn--a.example"}"#),
-        row("garbage punycode TLD", "POST", "/v1/search", 422, "validation_failed")
-            .header("authorization", bearer)
-            .header("content-type", "application/json")
-            .body(r#"{"query":"domain:example.xn--zz"}"#),
+        row(
+            "garbage punycode",
+            "POST",
+            "/v1/search",
+            422,
+            "validation_failed",
+        )
+        .header("authorization", bearer.clone())
+        .header("content-type", "application/json")
+        .body(r#"{"query":"domain:xn--a.example"}"#),
+        row(
+            "garbage punycode TLD",
+            "POST",
+            "/v1/search",
+            422,
+            "validation_failed",
+        )
+        .header("authorization", bearer)
+        .header("content-type", "application/json")
+        .body(r#"{"query":"domain:example.xn--zz"}"#),
     ]
 }
 
@@ -149,7 +191,9 @@ api_test!(revoked_and_unknown_keys_answer_in_the_same_time, |app| {
     // Well-formed (checksum included) but never issued here: a key of another database.
     let elsewhere = std::env::temp_dir().join(format!("periscope-edge-{}", std::process::id()));
     let unknown = {
-        let other = periscope_state::State::open_sqlite(&elsewhere).await.unwrap();
+        let other = periscope_state::State::open_sqlite(&elsewhere)
+            .await
+            .unwrap();
         let mut new = periscope_state::NewAccount::new(
             periscope_state::Email::parse("x@example.com").unwrap(),
             "X",
@@ -157,11 +201,7 @@ api_test!(revoked_and_unknown_keys_answer_in_the_same_time, |app| {
         new.daily_limit = DailyLimit::Unlimited;
         let account = match other.create_account(&new, noon()).await {
             Ok(account) => account,
-            Err(_) => other
-                .account_by_email(&new.email)
-                .await
-                .unwrap()
-                .unwrap(),
+            Err(_) => other.account_by_email(&new.email).await.unwrap().unwrap(),
         };
         let (key, _) = other.create_key(account.id, None, noon()).await.unwrap();
         other.close().await;

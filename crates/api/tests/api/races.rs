@@ -358,45 +358,54 @@ api_test!(
 
 // A replayed cursor (410, free) races a valid search for the last unit, 20 times: the valid
 // search is always answered.
-api_test!(a_replayed_cursor_never_takes_the_last_unit, roomy(), |app| {
-    let first = app
-        .post("/v1/search", json!({"query": "port:22", "limit": 1}))
-        .await;
-    let cursor = first.ok()["next_cursor"].as_str().unwrap().to_owned();
-    let replay = json!({"query": "port:22", "limit": 1, "cursor": cursor});
-    app.post("/v1/search", replay.clone()).await.ok();
-    for round in 0..20 {
-        use_up_to(&app, 19).await;
-        let (stale, paying) = tokio::join!(
-            app.post("/v1/search", replay.clone()),
-            app.post("/v1/search", json!({"query": "port:443", "limit": 1}))
-        );
-        // Free either way: gone, or (when the paying search already took the last unit)
-        // refused by the look at the allowance before the cursor.
-        assert!(
-            [(410, "cursor_gone"), (429, "search_limit_reached")].contains(&(stale.status, stale.code())),
-            "round {round}: {}",
-            stale.body
-        );
-        assert_eq!(paying.status, 200, "round {round}: {}", paying.body);
-        assert_eq!(app.used().await, 20, "round {round}");
+api_test!(
+    a_replayed_cursor_never_takes_the_last_unit,
+    roomy(),
+    |app| {
+        let first = app
+            .post("/v1/search", json!({"query": "port:22", "limit": 1}))
+            .await;
+        let cursor = first.ok()["next_cursor"].as_str().unwrap().to_owned();
+        let replay = json!({"query": "port:22", "limit": 1, "cursor": cursor});
+        app.post("/v1/search", replay.clone()).await.ok();
+        for round in 0..20 {
+            use_up_to(&app, 19).await;
+            let (stale, paying) = tokio::join!(
+                app.post("/v1/search", replay.clone()),
+                app.post("/v1/search", json!({"query": "port:443", "limit": 1}))
+            );
+            // Free either way: gone, or (when the paying search already took the last unit)
+            // refused by the look at the allowance before the cursor.
+            assert!(
+                [(410, "cursor_gone"), (429, "search_limit_reached")]
+                    .contains(&(stale.status, stale.code())),
+                "round {round}: {}",
+                stale.body
+            );
+            assert_eq!(paying.status, 200, "round {round}: {}", paying.body);
+            assert_eq!(app.used().await, 20, "round {round}");
+        }
     }
-});
+);
 
 // An exhausted allowance refuses before the cursor is taken: the cursor still serves its page
 // once a unit is free again.
-api_test!(an_exhausted_allowance_leaves_the_cursor_usable, roomy(), |app| {
-    let first = app
-        .post("/v1/search", json!({"query": "port:22", "limit": 1}))
-        .await;
-    let cursor = first.ok()["next_cursor"].as_str().unwrap().to_owned();
-    use_up_to(&app, 20).await;
-    let next = json!({"query": "port:22", "limit": 1, "cursor": cursor});
-    app.post("/v1/search", next.clone())
-        .await
-        .assert_error(429, "search_limit_reached");
-    use_up_to(&app, 19).await;
-    let second = app.post("/v1/search", next).await;
-    assert!(second.ok()["next_cursor"].is_string());
-    assert_eq!(app.used().await, 20);
-});
+api_test!(
+    an_exhausted_allowance_leaves_the_cursor_usable,
+    roomy(),
+    |app| {
+        let first = app
+            .post("/v1/search", json!({"query": "port:22", "limit": 1}))
+            .await;
+        let cursor = first.ok()["next_cursor"].as_str().unwrap().to_owned();
+        use_up_to(&app, 20).await;
+        let next = json!({"query": "port:22", "limit": 1, "cursor": cursor});
+        app.post("/v1/search", next.clone())
+            .await
+            .assert_error(429, "search_limit_reached");
+        use_up_to(&app, 19).await;
+        let second = app.post("/v1/search", next).await;
+        assert!(second.ok()["next_cursor"].is_string());
+        assert_eq!(app.used().await, 20);
+    }
+);
