@@ -43,6 +43,8 @@ pub(crate) fn private_sqlite_files(path: &Path) -> io::Result<()> {
     {
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        // No directory: nothing to protect; opening reports it as the unreachable database.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e),
     }
     let mut companions = vec![path.to_owned()];
