@@ -16,7 +16,8 @@ use periscope_query::{
 };
 use periscope_resolve::DomainResolution;
 use periscope_state::{
-    AuditEntry, Charge, CursorTake, CursorToken, DailyLimit, NewCursor, Operation, Usage, UtcDay,
+    AuditEntry, AuditId, Charge, CursorTake, CursorToken, DailyLimit, NewCursor, Operation, Usage,
+    UtcDay,
 };
 
 use crate::error::{FieldViolation, Result, ServiceError, error_chain};
@@ -74,6 +75,15 @@ pub struct SearchAnswer {
     pub allowance: Option<Usage>,
     /// Domain searches: what DNS said.
     pub domain_resolution: Option<DomainResolution>,
+}
+
+/// A search page ready to send, not yet charged.
+struct Prepared {
+    answer: SearchAnswer,
+    /// The UTC day the search started on (the day it is charged to).
+    day: UtcDay,
+    /// The cursor the page was taken with.
+    taken: Option<CursorToken>,
 }
 
 /// The answer of the facets operation.
@@ -169,9 +179,25 @@ impl SearchService {
             },
         };
         let query = valid(query, violations)?;
-        let run = self.run_search(caller, query, req.limit, cursor);
-        self.audited(caller, request_id, Operation::Search, req.query, run)
-            .await
+        // The audit outcome is written before the charge (and again if the charge refuses),
+        // so nothing but encoding and writing the answer follows the charge's commit.
+        let audit = self
+            .audit_begin(caller, request_id, Operation::Search, req.query)
+            .await?;
+        let page = self.run_search(caller, query, req.limit, cursor).await;
+        let page = match page {
+            Ok(page) => page,
+            Err(e) => {
+                self.audit_end(request_id, audit, e.code()).await;
+                return Err(e);
+            }
+        };
+        self.audit_end(request_id, audit, "ok").await;
+        let charged = self.charge(caller, page).await;
+        if let Err(e) = &charged {
+            self.audit_end(request_id, audit, e.code()).await;
+        }
+        charged
     }
 
     /// `POST /v1/search/count`: unique hosts of an ASN or filter query. Free.
@@ -286,17 +312,18 @@ impl SearchService {
             .await
     }
 
-    /// Step 5 onwards of a search: admission, a look at the allowance that reserves nothing,
-    /// the page (cursor taken, engine run, next cursor issued), and the charge last, once the
-    /// page is ready to send. A request that ends up free therefore never holds a unit another
-    /// request needs, and a process that dies before the charge leaves nothing charged.
+    /// Step 5 onwards of a search up to the charge: admission, a look at the allowance that
+    /// reserves nothing, the page (cursor taken, engine run, next cursor issued). The charge
+    /// comes last ([`Self::charge`]), once the page is ready to send, so a request that ends
+    /// up free never holds a unit another request needs, and a process that dies before the
+    /// charge leaves nothing charged.
     async fn run_search(
         &self,
         caller: &Caller,
         query: Query,
         limit: u32,
         cursor: Option<CursorToken>,
-    ) -> Result<SearchAnswer> {
+    ) -> Result<Prepared> {
         let permit = self.admit(caller)?;
         let now = self.now();
         let account = caller.account.id;
@@ -312,11 +339,27 @@ impl SearchService {
                 return Err(ServiceError::LimitReached(usage));
             }
         }
-        let mut answer = self
+        let answer = self
             .page(caller, query, limit, cursor.as_ref(), now, permit)
             .await?;
+        Ok(Prepared {
+            answer,
+            day,
+            taken: cursor,
+        })
+    }
+
+    /// The last step of a search: charges the page that is ready to send. Nothing left (a
+    /// search that ran meanwhile took the last unit) drops it: 429, the taken cursor usable
+    /// again, the issued one deleted.
+    async fn charge(&self, caller: &Caller, prepared: Prepared) -> Result<SearchAnswer> {
+        let Prepared {
+            mut answer,
+            day,
+            taken,
+        } = prepared;
         if let DailyLimit::Limited(daily) = caller.account.daily_limit {
-            let refused = match self.inner.state.charge(account, day, daily).await {
+            let refused = match self.inner.state.charge(caller.account.id, day, daily).await {
                 Ok(Charge::Charged(usage)) => {
                     answer.allowance = Some(usage);
                     None
@@ -325,7 +368,7 @@ impl SearchService {
                 Err(e) => Some(ServiceError::state("charging a search", &e)),
             };
             if let Some(error) = refused {
-                self.unissue(caller, cursor.as_ref(), answer.next_cursor.as_ref())
+                self.unissue(caller, taken.as_ref(), answer.next_cursor.as_ref())
                     .await;
                 return Err(error);
             }
@@ -512,6 +555,24 @@ impl SearchService {
         subject: &str,
         run: impl Future<Output = Result<T>>,
     ) -> Result<T> {
+        let id = self
+            .audit_begin(caller, request_id, operation, subject)
+            .await?;
+        let result = run.await;
+        let outcome = result.as_ref().map_or_else(ServiceError::code, |_| "ok");
+        self.audit_end(request_id, id, outcome).await;
+        result
+    }
+
+    /// Writes the audit record of a request about to run (503 `audit_unavailable` when it
+    /// cannot be written: the request does not run).
+    async fn audit_begin(
+        &self,
+        caller: &Caller,
+        request_id: &str,
+        operation: Operation,
+        subject: &str,
+    ) -> Result<AuditId> {
         let entry = AuditEntry {
             request_id: request_id.to_owned(),
             at: self.now(),
@@ -521,21 +582,19 @@ impl SearchService {
             operation,
             subject: Some(subject.to_owned()),
         };
-        let id = match self.inner.audit.record(&entry).await {
-            Ok(id) => id,
-            Err(e) => {
-                tracing::error!(request.id = request_id, error = %error_chain(&e),
-                    "audit record could not be written; the request did not run");
-                return Err(ServiceError::AuditUnavailable);
-            }
-        };
-        let result = run.await;
-        let outcome = result.as_ref().map_or_else(ServiceError::code, |_| "ok");
+        self.inner.audit.record(&entry).await.map_err(|e| {
+            tracing::error!(request.id = request_id, error = %error_chain(&e),
+                "audit record could not be written; the request did not run");
+            ServiceError::AuditUnavailable
+        })
+    }
+
+    /// Records the outcome of an audited request (a failure is logged, not answered).
+    async fn audit_end(&self, request_id: &str, id: AuditId, outcome: &str) {
         if let Err(e) = self.inner.audit.record_outcome(id, outcome).await {
             tracing::warn!(request.id = request_id, error = %error_chain(&e),
                 "audit outcome could not be written");
         }
-        result
     }
 
     /// Step 8: runs engine work on a blocking thread within the time budget. The permit moves

@@ -88,11 +88,10 @@ impl Usage {
 ///    callers take the same unit and the counter never passes the limit: of 100 racing
 ///    searches with 20 remaining, exactly 20 answer 200.
 ///
-/// The charge is the last write before the answer: after it only the audit outcome is
-/// recorded and the response is encoded and written. A process killed in that window (no
-/// engine work, no DNS, one small update) keeps a charge for an answer it did not send; a
-/// process killed earlier charged nothing. [`State::refund`] gives a unit back when the
-/// answer cannot be completed after the charge.
+/// The charge is the last write before the answer: the audit outcome is recorded before it,
+/// and after it the response is only encoded and written. A process killed in that window
+/// keeps a charge for an answer it did not send; a process killed earlier charged nothing.
+/// [`State::refund`] gives a unit back (administration, corrections).
 ///
 /// **Midnight UTC.** The counter is keyed by the UTC day number, so a new day has no row and
 /// starts at 0: the reset happens in one step for every account, with nothing to run.
