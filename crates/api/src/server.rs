@@ -111,6 +111,7 @@ pub async fn serve(
     let tracker = Arc::new(Tracker {
         conns: Mutex::new(BTreeMap::new()),
         open: AtomicU32::new(0),
+        live: AtomicU32::new(0),
         freed: Notify::new(),
         cap: settings.max_connections.max(1),
     });
@@ -190,6 +191,8 @@ struct Tracker {
     conns: Mutex<BTreeMap<u64, Arc<Conn>>>,
     /// Connections open (evicted ones included until they end).
     open: AtomicU32,
+    /// Connections open and not evicted: what the cap counts.
+    live: AtomicU32,
     freed: Notify,
     cap: u32,
 }
@@ -197,11 +200,16 @@ struct Tracker {
 impl Tracker {
     fn add(&self, id: u64, conn: Arc<Conn>) {
         self.open.fetch_add(1, Ordering::SeqCst);
+        self.live.fetch_add(1, Ordering::SeqCst);
         self.lock().insert(id, conn);
     }
 
     fn remove(&self, id: u64) {
-        self.lock().remove(&id);
+        if let Some(conn) = self.lock().remove(&id)
+            && !conn.evicted.load(Ordering::SeqCst)
+        {
+            self.live.fetch_sub(1, Ordering::SeqCst);
+        }
         self.open.fetch_sub(1, Ordering::SeqCst);
         self.freed.notify_one();
     }
@@ -215,20 +223,17 @@ impl Tracker {
     /// Whether a new connection may be accepted now: under the cap, or once the oldest
     /// connection without a request in flight has been told to close.
     fn room(&self) -> bool {
-        let conns = self.lock();
-        let counted = conns
-            .values()
-            .filter(|c| !c.evicted.load(Ordering::Relaxed))
-            .count();
-        if counted < self.cap as usize {
+        if self.live.load(Ordering::SeqCst) < self.cap {
             return true;
         }
+        let conns = self.lock();
         let idle = conns
             .values()
-            .find(|c| !c.evicted.load(Ordering::Relaxed) && c.busy.load(Ordering::SeqCst) == 0);
+            .find(|c| !c.evicted.load(Ordering::SeqCst) && c.busy.load(Ordering::SeqCst) == 0);
         match idle {
             Some(conn) => {
-                conn.evicted.store(true, Ordering::Relaxed);
+                conn.evicted.store(true, Ordering::SeqCst);
+                self.live.fetch_sub(1, Ordering::SeqCst);
                 conn.close.notify_one();
                 true
             }
