@@ -19,7 +19,7 @@
 //! - **HSTS**: with `hsts`, every response carries `Strict-Transport-Security`.
 //!
 //! Each connection runs in a task of its own with a watchdog in the same task: the connection
-//! reports (through [`Tracked`] reads and the request hooks) when it starts reading a request,
+//! reports (through its stream's reads and the request hooks) when it starts reading a request,
 //! starts answering one and finishes, and the watchdog sleeps until the deadline that state
 //! implies. Shutdown stops accepting, lets requests in flight finish and closes idle
 //! connections at once.

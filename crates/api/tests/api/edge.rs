@@ -230,6 +230,7 @@ api_test!(revoked_and_unknown_keys_answer_in_the_same_time, |app| {
     b.sort();
     let (ma, mb) = (a[a.len() / 2], b[b.len() / 2]);
     let gap = ma.abs_diff(mb);
+    eprintln!("401 medians: revoked {ma:?}, unknown {mb:?}");
     assert!(
         gap <= Duration::from_micros(500).max(ma.max(mb) / 4),
         "revoked median {ma:?}, unknown median {mb:?}"
