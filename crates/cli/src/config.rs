@@ -986,6 +986,29 @@ timeout_ms = 500
     }
 
     #[test]
+    fn http_and_database_timeouts() {
+        let path = file(
+            "http",
+            "database_acquire_timeout_ms = 500\n[http]\nheader_timeout_ms = 1_500\n\
+             idle_timeout_secs = 5\nbody_timeout_ms = 700\nmax_connections = 64\n",
+        );
+        let c = Config::load(
+            Some(&path),
+            env(&[("PERISCOPE_HTTP_MAX_CONNECTIONS", "32")]),
+        )
+        .unwrap();
+        assert_eq!(c.database_acquire_timeout, Duration::from_millis(500));
+        assert_eq!(c.http.header_timeout, Duration::from_millis(1_500));
+        assert_eq!(c.http.idle_timeout, Duration::from_secs(5));
+        assert_eq!(c.http.body_timeout, Duration::from_millis(700));
+        assert_eq!(c.http.max_connections, 32);
+        let e = error(None, &[("PERISCOPE_HTTP_HEADER_TIMEOUT_MS", "0")]);
+        assert!(e.contains("`http.header_timeout_ms`"), "{e}");
+        let e = error(None, &[("PERISCOPE_DATABASE_ACQUIRE_TIMEOUT_MS", "soon")]);
+        assert!(e.contains("`database_acquire_timeout_ms`"), "{e}");
+    }
+
+    #[test]
     fn environment_overrides_the_file() {
         let path = file(
             "env",
