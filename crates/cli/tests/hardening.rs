@@ -263,12 +263,31 @@ fn held_partial_connections_do_not_starve_the_server() {
 }
 
 // The data directory is 0700 and every secret-bearing file in it 0600 after `serve` (before:
-// 0755 and 0644, so any local user could read the ID-token signing key in state.db).
+// 0755 and 0644, so any local user could read the ID-token signing key in state.db). Started
+// with a soft descriptor limit of 200 under a hard one of 2,048, serve raised it to 2,048.
 #[test]
 fn the_data_directory_and_its_secrets_are_private() {
     let dir = scratch("hardening_modes");
     let data = dir.join("data");
-    let server = Server::start(serve_command(None, &data, "127.0.0.1:9"));
+    // With prlimit at hand, a soft descriptor limit below the hard one, which serve raises.
+    let prlimit = Path::new("/usr/bin/prlimit").exists();
+    let prefix: &[&str] = &["/usr/bin/prlimit", "--nofile=200:2048", "--"];
+    let server = Server::start(serve_command(
+        prlimit.then_some(prefix),
+        &data,
+        "127.0.0.1:9",
+    ));
+    if prlimit {
+        let listening = server
+            .seen
+            .iter()
+            .find(|l| l.contains("listening"))
+            .unwrap();
+        assert!(
+            listening.contains("descriptors=2048") && listening.contains("max_connections=1920"),
+            "{listening}"
+        );
+    }
     let (status, body) = http(
         &server.address,
         "POST",
