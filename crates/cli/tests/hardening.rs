@@ -334,7 +334,10 @@ impl Postgres {
     }
 
     fn init(test: &str) -> Postgres {
-        let dir = scratch(test).join("pg");
+        // Under the system temporary directory, which the postgres user can traverse (the
+        // build directory may sit in a home directory it cannot).
+        let dir = std::env::temp_dir().join(format!("periscope-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         let as_postgres = Command::new("id")
             .arg("-u")
             .output()
@@ -348,21 +351,10 @@ impl Postgres {
         if as_postgres {
             let status = Command::new("chown")
                 .args(["-R", "postgres:postgres"])
-                .arg(dir.parent().unwrap())
+                .arg(&dir)
                 .status()
                 .unwrap();
             assert!(status.success());
-            // The scratch directory's parents must be traversable by postgres.
-            let mut p = dir.parent().unwrap().to_owned();
-            while p.pop() {
-                if let Ok(meta) = std::fs::metadata(&p) {
-                    let m = meta.permissions().mode();
-                    if m & 0o001 == 0 {
-                        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(m | 0o001))
-                            .unwrap();
-                    }
-                }
-            }
         }
         let pg = Postgres {
             bin: PathBuf::from(Self::BIN),
@@ -459,6 +451,7 @@ impl Drop for Postgres {
                 "stop",
             ],
         );
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
