@@ -67,6 +67,9 @@ error_codes! {
     /// The route exists but not with this method (DECISIONS.md).
     MethodNotAllowed => "method_not_allowed", 405,
         "This route does not accept this HTTP method.";
+    /// The request's body did not arrive within the server's body time (`http.body_timeout_ms`).
+    RequestTimeout => "request_timeout", 408,
+        "The request body did not arrive in time. Send the whole request promptly.";
     /// Search cursor missing, expired, already used, or unknown.
     CursorGone => "cursor_gone", 410,
         "This result page has expired: the cursor is unknown, expired or already used. Start again without a cursor.";
@@ -76,6 +79,9 @@ error_codes! {
     /// Invalid members; see the violations.
     ValidationFailed => "validation_failed", 422,
         "The request is invalid; each entry of violations names a member and what is wrong with it.";
+    /// The request line and headers are larger than the server accepts (16 KiB, 100 lines).
+    HeadersTooLarge => "headers_too_large", 431,
+        "The request headers are too large: at most 16 KiB and 100 header lines are accepted.";
     /// The daily allowance is used up.
     SearchLimitReached => "search_limit_reached", 429,
         "The daily search allowance is used up. It resets at midnight UTC (allowance.resets_at).";

@@ -121,7 +121,13 @@ pub fn openapi_document() -> Value {
 }
 
 fn info_description() -> String {
-    let [not_found, method_not_allowed] = ROUTING_ERRORS else {
+    let [
+        not_found,
+        method_not_allowed,
+        request_timeout,
+        headers_too_large,
+    ] = ROUTING_ERRORS
+    else {
         return String::new();
     };
     format!(
@@ -131,12 +137,17 @@ fn info_description() -> String {
          and every body its value as `request_id`. Errors share one shape (`ErrorBody`); only \
          `plan_expired`, `organization_required` and `unauthorized` need a person, every other \
          error can be retried (back off on 503 and 504). An unknown path answers {} `{}`, a \
-         documented path with another method {} `{}`. Within v1, response members may be \
-         added: clients ignore members they do not know.",
+         documented path with another method {} `{}`, a body that does not arrive in time {} \
+         `{}`, request headers over 16 KiB or 100 lines {} `{}`. Within v1, response members \
+         may be added: clients ignore members they do not know.",
         not_found.status(),
         not_found.as_str(),
         method_not_allowed.status(),
         method_not_allowed.as_str(),
+        request_timeout.status(),
+        request_timeout.as_str(),
+        headers_too_large.status(),
+        headers_too_large.as_str(),
     )
 }
 

@@ -12,7 +12,9 @@
 //! 4. Otherwise every member is checked and all violations are reported together (422): per
 //!    documented member, in table order, `required`, `wrong_type`, `out_of_range` or
 //!    `too_long`; then `unknown_field` for each undocumented member, in body order, named by
-//!    the member.
+//!    the member (a name over [`MAX_NAME_SHOWN`] characters is cut). At most
+//!    [`MAX_VIOLATIONS`] are listed; further unknown members are counted in one last
+//!    `unknown_field` violation on `body`.
 //! 5. `null` is the same as an absent member: a required member is then `required`, an
 //!    optional one takes its default.
 //! 6. Strings are measured in characters (Unicode scalar values), not bytes, as JSON Schema's
@@ -431,24 +433,57 @@ pub fn check_members(
             Err(v) => violations.push(v),
         }
     }
+    let known: Vec<&str> = table.iter().map(|m| m.name).collect();
+    let mut unlisted = 0usize;
     for (name, _) in &object {
         if !table.iter().any(|m| m.name == name) {
-            let known: Vec<&str> = table.iter().map(|m| m.name).collect();
+            if violations.len() >= MAX_VIOLATIONS {
+                unlisted += 1;
+                continue;
+            }
+            let shown = shortened(name);
             violations.push(Violation::new(
-                name.clone(),
+                shown.clone(),
                 "unknown_field",
                 format!(
                     "{} is not a member of this request; its members are {}",
-                    quoted(name),
+                    quoted(&shown),
                     known.join(", ")
                 ),
             ));
         }
     }
+    if unlisted > 0 {
+        violations.push(Violation::new(
+            "body",
+            "unknown_field",
+            format!(
+                "{unlisted} more members are not members of this request and are not listed;                  its members are {}",
+                known.join(", ")
+            ),
+        ));
+    }
     if violations.is_empty() {
         Ok(members)
     } else {
         Err(RequestError::Invalid(violations))
+    }
+}
+
+/// The most `unknown_field` violations listed one by one (with the documented members' own,
+/// at most this many); the rest are counted in one last violation on `body`, so a 512 KiB
+/// body of unknown members answers a small 422.
+pub const MAX_VIOLATIONS: usize = 20;
+
+/// The longest member name repeated in a violation, in characters; a longer one is cut
+/// with `…`.
+pub const MAX_NAME_SHOWN: usize = 100;
+
+/// `name`, cut to [`MAX_NAME_SHOWN`] characters.
+fn shortened(name: &str) -> String {
+    match name.char_indices().nth(MAX_NAME_SHOWN) {
+        Some((at, _)) => format!("{}…", &name[..at]),
+        None => name.to_owned(),
     }
 }
 

@@ -274,10 +274,16 @@ pub const ROUTES: &[Route] = &[
     },
 ];
 
-/// The error codes no route lists because they answer requests outside the documented
-/// routes: an unknown path (`not_found`) or a documented path with another method
-/// (`method_not_allowed`).
-pub const ROUTING_ERRORS: &[ErrorCode] = &[E::NotFound, E::MethodNotAllowed];
+/// The error codes no route lists because the server's edge answers them for any request:
+/// an unknown path (`not_found`), a documented path with another method
+/// (`method_not_allowed`), a body that does not arrive in time (`request_timeout`) and
+/// request headers over the server's limit (`headers_too_large`).
+pub const ROUTING_ERRORS: &[ErrorCode] = &[
+    E::NotFound,
+    E::MethodNotAllowed,
+    E::RequestTimeout,
+    E::HeadersTooLarge,
+];
 
 /// The member-check violation codes a body with these members can answer.
 pub fn member_violations(members: &[Member]) -> Vec<(&'static str, &'static str)> {

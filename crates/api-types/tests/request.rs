@@ -519,3 +519,45 @@ fn query_language_violations_convert_to_wire_violations() {
     let v = Violation::from(periscope_query::check_cursor_format("sc1_short").unwrap_err());
     assert_eq!((v.field.as_str(), v.code.as_str()), ("cursor", "invalid"));
 }
+
+// A body of 512 KiB of unknown members answers a small 422: at most MAX_VIOLATIONS listed,
+// the rest counted in one violation on `body`; a giant member name is cut. (Before: one
+// violation per member, each repeating the name, about 7.6 MB.)
+#[test]
+fn the_violations_of_a_huge_body_are_capped() {
+    use periscope_api_types::request::MAX_VIOLATIONS;
+    let mut body = String::from("{");
+    let mut n = 0;
+    while body.len() < MAX_BODY_BYTES - 64 {
+        if n > 0 {
+            body.push(',');
+        }
+        body.push_str(&format!("\"m{n:06}\":0"));
+        n += 1;
+    }
+    body.push('}');
+    let Err(RequestError::Invalid(list)) = decode::<SearchBody>(JSON, body.as_bytes()) else {
+        panic!("expected violations");
+    };
+    assert_eq!(list.len(), MAX_VIOLATIONS + 1);
+    assert_eq!(list[0].field, "query");
+    assert_eq!(list[1].field, "m000000");
+    let last = list.last().unwrap();
+    assert_eq!(
+        (last.field.as_str(), last.code.as_str()),
+        ("body", "unknown_field")
+    );
+    assert!(
+        last.message
+            .starts_with(&format!("{} more members", n - (MAX_VIOLATIONS - 1))),
+        "{}",
+        last.message
+    );
+    let encoded = serde_json::to_vec(&RequestError::Invalid(list).into_body("req_x")).unwrap();
+    assert!(encoded.len() < 8_192, "{} bytes", encoded.len());
+
+    let giant = format!("{{\"query\":\"port:22\",\"{}\":1}}", repeat('z', 400_000));
+    let got = violations::<SearchBody>(&giant);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, format!("{}…", repeat('z', 100)));
+}

@@ -121,7 +121,8 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
         .then_some(key)
 }
 
-/// Reads a request body of at most [`MAX_BODY_BYTES`] (413 `body_too_large` beyond).
+/// Reads a request body of at most [`MAX_BODY_BYTES`] (413 `body_too_large` beyond; 408
+/// `request_timeout` when it does not arrive within the server's body time).
 pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
     let declared = headers
         .get(CONTENT_LENGTH)
@@ -132,7 +133,13 @@ pub async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiErro
     }
     axum::body::to_bytes(body, MAX_BODY_BYTES)
         .await
-        .map_err(|_| ApiError::new(ErrorCode::BodyTooLarge))
+        .map_err(|e| {
+            if crate::server::is_body_timeout(&e) {
+                ApiError::new(ErrorCode::RequestTimeout)
+            } else {
+                ApiError::new(ErrorCode::BodyTooLarge)
+            }
+        })
 }
 
 /// A `GET` route takes no body: a non-empty one is refused (400 `invalid_json`).

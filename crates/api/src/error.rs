@@ -61,6 +61,14 @@ impl ApiError {
             violations: self.violations,
         };
         let mut response = crate::edge::json_with_status(status, &body);
+        if self.code == ErrorCode::Unauthorized {
+            // RFC 6750: the scheme a client must use, the same for every 401 (no `error`
+            // attribute, which would tell a missing key from a wrong one).
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer realm=\"periscope\""),
+            );
+        }
         if let Some(secs) = self.retry_after {
             crate::edge::retry_after(&mut response, secs);
         }

@@ -19,6 +19,7 @@ pub mod error;
 pub mod metrics;
 pub mod rate;
 pub mod routes;
+pub mod server;
 
 use std::sync::Arc;
 

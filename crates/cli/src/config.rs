@@ -39,8 +39,13 @@ pub struct Config {
     /// `database_url`: a PostgreSQL state database (`postgres://…`); `None` (the default) means
     /// the SQLite file `DATA/state.db`.
     pub database_url: Option<String>,
+    /// `database_acquire_timeout_ms`: how long a request waits for a connection to a
+    /// PostgreSQL state database before it answers 503 (default 2 s).
+    pub database_acquire_timeout: Duration,
     /// `log_format`: how log lines are written (default [`LogFormat::Text`]).
     pub log_format: LogFormat,
+    /// `[http]`: connection limits and timeouts of the HTTP server.
+    pub http: Http,
     /// `[limits]`: searches, rates, cursors and retention.
     pub limits: Limits,
     /// `[dns]`: how domain queries are resolved.
@@ -114,6 +119,21 @@ pub struct Limits {
     pub retention_days: u32,
 }
 
+/// The `[http]` section: what a connection may hold and for how long.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Http {
+    /// `header_timeout_ms`: a request's headers must arrive within this (default 10 s).
+    pub header_timeout: Duration,
+    /// `idle_timeout_secs`: a kept-alive connection with no request is closed after this
+    /// (default 60 s).
+    pub idle_timeout: Duration,
+    /// `body_timeout_ms`: a request's body must arrive within this (default 30 s).
+    pub body_timeout: Duration,
+    /// `max_connections`: connections open at once (default 10,000, and never more than the
+    /// descriptor limit leaves room for).
+    pub max_connections: u32,
+}
+
 /// The `[dns]` section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dns {
@@ -140,7 +160,14 @@ impl Default for Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             data: PathBuf::from("./data"),
             database_url: None,
+            database_acquire_timeout: periscope_state::DEFAULT_ACQUIRE_TIMEOUT,
             log_format: LogFormat::Text,
+            http: Http {
+                header_timeout: Duration::from_secs(10),
+                idle_timeout: Duration::from_secs(60),
+                body_timeout: Duration::from_secs(30),
+                max_connections: 10_000,
+            },
             limits: Limits {
                 daily_searches: DailyLimit::DEFAULT,
                 searches_per_account: 2,
@@ -497,7 +524,7 @@ impl Key {
 }
 
 /// The sections of the file; every other top-level name is a key.
-const SECTIONS: [&str; 4] = ["limits", "dns", "signin", "web"];
+const SECTIONS: [&str; 5] = ["limits", "dns", "http", "signin", "web"];
 
 /// Every key, in the order of `docs/configuration.md`.
 const KEYS: &[Key] = &[
@@ -525,6 +552,15 @@ const KEYS: &[Key] = &[
         expected: "a PostgreSQL URL such as postgres://periscope@db.internal/periscope",
         set: |c, raw| {
             c.database_url = Some(non_empty(raw.string()?)?.to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: None,
+        name: "database_acquire_timeout_ms",
+        expected: "a whole number of milliseconds from 1 to 4294967295",
+        set: |c, raw| {
+            c.database_acquire_timeout = Duration::from_millis(ranged::<u32>(raw, 1)?.into());
             Some(())
         },
     },
@@ -646,6 +682,42 @@ const KEYS: &[Key] = &[
         expected: "a whole number of milliseconds from 1 to 4294967295",
         set: |c, raw| {
             c.dns.timeout = Duration::from_millis(ranged::<u32>(raw, 1)?.into());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("http"),
+        name: "header_timeout_ms",
+        expected: "a whole number of milliseconds from 1 to 4294967295",
+        set: |c, raw| {
+            c.http.header_timeout = Duration::from_millis(ranged::<u32>(raw, 1)?.into());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("http"),
+        name: "idle_timeout_secs",
+        expected: "a whole number of seconds from 1 to 4294967295",
+        set: |c, raw| {
+            c.http.idle_timeout = Duration::from_secs(ranged::<u32>(raw, 1)?.into());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("http"),
+        name: "body_timeout_ms",
+        expected: "a whole number of milliseconds from 1 to 4294967295",
+        set: |c, raw| {
+            c.http.body_timeout = Duration::from_millis(ranged::<u32>(raw, 1)?.into());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("http"),
+        name: "max_connections",
+        expected: "a whole number from 1 to 4294967295",
+        set: |c, raw| {
+            c.http.max_connections = ranged(raw, 1)?;
             Some(())
         },
     },
@@ -871,6 +943,11 @@ mod tests {
         assert!(c.dns.servers.is_empty());
         assert_eq!(c.dns.timeout, Duration::from_millis(2_000));
         assert_eq!(c.index_config(), IndexConfig::default());
+        assert_eq!(c.database_acquire_timeout, Duration::from_millis(2_000));
+        assert_eq!(c.http.header_timeout, Duration::from_secs(10));
+        assert_eq!(c.http.idle_timeout, Duration::from_secs(60));
+        assert_eq!(c.http.body_timeout, Duration::from_secs(30));
+        assert_eq!(c.http.max_connections, 10_000);
     }
 
     #[test]
@@ -936,6 +1013,29 @@ timeout_ms = 500
     }
 
     #[test]
+    fn http_and_database_timeouts() {
+        let path = file(
+            "http",
+            "database_acquire_timeout_ms = 500\n[http]\nheader_timeout_ms = 1_500\n\
+             idle_timeout_secs = 5\nbody_timeout_ms = 700\nmax_connections = 64\n",
+        );
+        let c = Config::load(
+            Some(&path),
+            env(&[("PERISCOPE_HTTP_MAX_CONNECTIONS", "32")]),
+        )
+        .unwrap();
+        assert_eq!(c.database_acquire_timeout, Duration::from_millis(500));
+        assert_eq!(c.http.header_timeout, Duration::from_millis(1_500));
+        assert_eq!(c.http.idle_timeout, Duration::from_secs(5));
+        assert_eq!(c.http.body_timeout, Duration::from_millis(700));
+        assert_eq!(c.http.max_connections, 32);
+        let e = error(None, &[("PERISCOPE_HTTP_HEADER_TIMEOUT_MS", "0")]);
+        assert!(e.contains("`http.header_timeout_ms`"), "{e}");
+        let e = error(None, &[("PERISCOPE_DATABASE_ACQUIRE_TIMEOUT_MS", "soon")]);
+        assert!(e.contains("`database_acquire_timeout_ms`"), "{e}");
+    }
+
+    #[test]
     fn environment_overrides_the_file() {
         let path = file(
             "env",
@@ -975,6 +1075,7 @@ timeout_ms = 500
                 "PERISCOPE_LISTEN",
                 "PERISCOPE_DATA",
                 "PERISCOPE_DATABASE_URL",
+                "PERISCOPE_DATABASE_ACQUIRE_TIMEOUT_MS",
                 "PERISCOPE_LOG_FORMAT",
                 "PERISCOPE_LIMITS_DAILY_SEARCHES",
                 "PERISCOPE_LIMITS_SEARCHES_PER_ACCOUNT",
@@ -987,6 +1088,10 @@ timeout_ms = 500
                 "PERISCOPE_LIMITS_RETENTION_DAYS",
                 "PERISCOPE_DNS_SERVERS",
                 "PERISCOPE_DNS_TIMEOUT_MS",
+                "PERISCOPE_HTTP_HEADER_TIMEOUT_MS",
+                "PERISCOPE_HTTP_IDLE_TIMEOUT_SECS",
+                "PERISCOPE_HTTP_BODY_TIMEOUT_MS",
+                "PERISCOPE_HTTP_MAX_CONNECTIONS",
                 "PERISCOPE_PUBLIC_URL",
                 "PERISCOPE_SIGNIN_SMTP_HOST",
                 "PERISCOPE_SIGNIN_SMTP_PORT",

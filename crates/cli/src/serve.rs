@@ -12,6 +12,10 @@
 //! full rebuild off to the side (see `LiveIndex`). SIGINT or SIGTERM stops accepting connections, lets requests in flight
 //! finish, stops the refresher, removes the socket and closes the databases.
 //!
+//! Connections are served by `periscope_api::server` under the `[http]` deadlines and a
+//! connection cap; at start the process raises its descriptor limit to the hard limit and
+//! creates the data directory 0700 (it holds `state.db`, with the sign-in keys).
+//!
 //! Logs go to standard error, as text or one JSON object per line (`log_format`). No log
 //! line carries a request header, body, key, password or cookie.
 
@@ -23,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
-use periscope_api::{App, IndexGauge, IndexProbe, RateLimit};
+use periscope_api::{App, IndexGauge, IndexProbe, RateLimit, server};
 use periscope_index::{LiveIndex, Opened};
 use periscope_model::Timestamp;
 use periscope_resolve::{DnsResolver, Resolver};
@@ -125,8 +129,34 @@ impl IndexProbe for LiveProbe {
     }
 }
 
+/// Raises the soft descriptor limit to the hard one and returns the limit in force.
+fn raise_descriptor_limit() -> u64 {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => limit,
+        Err(e) => {
+            let (soft, _) = rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap_or((1024, 1024));
+            tracing::warn!(error = %e, limit = soft, "cannot raise the descriptor limit");
+            soft
+        }
+    }
+}
+
+/// Creates the data directory private (0700); warns when an existing one is open to others.
+fn private_data_dir(data: &Path) -> Result<()> {
+    use periscope_state::files;
+    files::create_private_dir(data)
+        .with_context(|| format!("cannot create the data directory {}", data.display()))?;
+    if files::group_or_other_access(data).unwrap_or(false) {
+        tracing::warn!(data = %data.display(),
+            "the data directory is open to other users; it holds secrets (state.db): chmod 700 it");
+    }
+    Ok(())
+}
+
 async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
     let data = config.data.clone();
+    let descriptors = raise_descriptor_limit();
+    private_data_dir(&data)?;
     let store_path = data.join(STORE_FILE);
     let clock = Arc::new(SystemClock);
     let fresh = demo.is_some() && !has_scan_data(&store_path)?;
@@ -153,9 +183,13 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
     }
     let live = Arc::new(live);
 
-    let state = State::open_configured(config.database_url.as_deref(), &data)
-        .await
-        .context("cannot open the state database")?;
+    let state = State::open_configured_with(
+        config.database_url.as_deref(),
+        &data,
+        config.database_acquire_timeout,
+    )
+    .await
+    .context("cannot open the state database")?;
     let demo_key = if fresh {
         Some(create_demo_key(&state, clock.now()).await?)
     } else {
@@ -246,16 +280,18 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
             }
         })
     };
-    tracing::info!(address = %address, data = %data.display(), public_url = %public_url, "listening");
+    let settings = server::Settings {
+        header_timeout: config.http.header_timeout,
+        idle_timeout: config.http.idle_timeout,
+        body_timeout: config.http.body_timeout,
+        max_connections: server::connection_cap(config.http.max_connections, descriptors),
+        hsts: public_url.starts_with("https://"),
+    };
+    tracing::info!(address = %address, data = %data.display(), public_url = %public_url,
+        descriptors, max_connections = settings.max_connections, "listening");
     announce(address, &public_url, demo_key.as_deref());
 
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await
-    .context("the server failed")?;
+    server::serve(listener, router, settings, shutdown_signal()).await;
     purger.abort();
     if let Some(signin) = &signin {
         signin.close().await;

@@ -207,6 +207,12 @@ pub(crate) fn parse_domain(value: &str) -> Result<DomainName, Violation> {
         return Err(err(format!("{url} (no port)")));
     }
     let name = DomainName::parse(value).map_err(|e| err(e.reason.into_owned()))?;
+    if let Some(label) = name.labels().find(|label| !is_valid_a_label(label)) {
+        return Err(err(format!(
+            "{label:?} is not a valid internationalised label (its punycode does not decode \
+             to a name IDNA allows)"
+        )));
+    }
     if psl::List.domain(name.as_str().as_bytes()).is_none() {
         return Err(err(format!(
             "{name} is a public suffix; name a domain registered under it, such as \
@@ -214,6 +220,19 @@ pub(crate) fn parse_domain(value: &str) -> Result<DomainName, Violation> {
         )));
     }
     Ok(name)
+}
+
+/// Whether `label` is acceptable as an IDNA label: a label that does not start with `xn--`
+/// always is; one that does must decode from punycode to a Unicode label whose IDNA ASCII
+/// form is that same label (so `xn--a`, `xn--zz` and punycode of plain ASCII are refused).
+fn is_valid_a_label(label: &str) -> bool {
+    if !label.starts_with("xn--") {
+        return true;
+    }
+    let (unicode, decoded) = idna::domain_to_unicode(label);
+    decoded.is_ok()
+        && !unicode.is_ascii()
+        && idna::domain_to_ascii(&unicode).is_ok_and(|ascii| ascii == label)
 }
 
 /// A bare address token: IPv4 or IPv6, IPv4-mapped IPv6 becoming IPv4.

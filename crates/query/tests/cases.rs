@@ -139,6 +139,7 @@ const SEARCH_TYPES: &[Row] = &[
     (Parse, "domain:bücher.example", Canon("domain:xn--bcher-kva.example")),
     (Parse, "domain:BÜCHER.example", Canon("domain:xn--bcher-kva.example")),
     (Parse, "domain:xn--bcher-kva.example", Canon("domain:xn--bcher-kva.example")),
+    (Parse, "domain:XN--BCHER-KVA.example", Canon("domain:xn--bcher-kva.example")),
     (Parse, "domain:acme.example", Canon("domain:acme.example")),
     (Parse, "domain:www.acme.example", Canon("domain:www.acme.example")),
     (Parse, "domain:acme.co.uk", Canon("domain:acme.co.uk")),
@@ -399,6 +400,10 @@ const VALUES: &[Row] = &[
     (Parse, "domain:CO.UK.", Fails(&[InvalidDomain])),
     (Parse, "domain:example", Fails(&[InvalidDomain])),
     (Parse, "domain:localhost", Fails(&[InvalidDomain])),
+    // Punycode that does not decode to a label IDNA allows (issue 13).
+    (Parse, "domain:xn--a.example", Fails(&[InvalidDomain])),
+    (Parse, "domain:example.xn--zz", Fails(&[InvalidDomain])),
+    (Parse, "domain:XN--A.example", Fails(&[InvalidDomain])),
     (Parse, "domain:github.io", Fails(&[InvalidDomain])),
     (Parse, "domain:a..example", Fails(&[InvalidDomain])),
     (Parse, "domain:example.com..", Fails(&[InvalidDomain])),

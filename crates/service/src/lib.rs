@@ -16,9 +16,11 @@
 //! 5. **Admission** ([`gate`]): the account's concurrent searches (429
 //!    `user_concurrency_reached`), then the service's (503 `search_capacity_exhausted`),
 //!    refused before starting.
-//! 6. **Allowance** (search only): one unit reserved atomically (429 `search_limit_reached`
-//!    when none remains) and refunded on every answer other than 200 — see
-//!    [`periscope_state::Charge`]. Unlimited accounts keep no counter.
+//! 6. **Allowance** (search only): a read of the counter refuses at once (429
+//!    `search_limit_reached`) when nothing remains; it reserves nothing, so a request that
+//!    ends up free never refuses another. The unit is charged atomically *last*, once the page
+//!    is ready to send (see [`periscope_state::Charge`]); a charge that finds nothing left
+//!    drops the page (429). Unlimited accounts keep no counter.
 //! 7. **Cursor** (search only): taken once; a mismatch is 422, anything else unusable 410
 //!    `cursor_gone`; released again if the page is not answered.
 //! 8. **Run** on a blocking thread within the time budget (504 `search_timeout`); a busy

@@ -16,7 +16,8 @@ use periscope_query::{
 };
 use periscope_resolve::DomainResolution;
 use periscope_state::{
-    AuditEntry, Charge, CursorTake, CursorToken, DailyLimit, NewCursor, Operation, Usage, UtcDay,
+    AuditEntry, AuditId, Charge, CursorTake, CursorToken, DailyLimit, NewCursor, Operation, Usage,
+    UtcDay,
 };
 
 use crate::error::{FieldViolation, Result, ServiceError, error_chain};
@@ -74,6 +75,15 @@ pub struct SearchAnswer {
     pub allowance: Option<Usage>,
     /// Domain searches: what DNS said.
     pub domain_resolution: Option<DomainResolution>,
+}
+
+/// A search page ready to send, not yet charged.
+struct Prepared {
+    answer: SearchAnswer,
+    /// The UTC day the search started on (the day it is charged to).
+    day: UtcDay,
+    /// The cursor the page was taken with.
+    taken: Option<CursorToken>,
 }
 
 /// The answer of the facets operation.
@@ -169,9 +179,25 @@ impl SearchService {
             },
         };
         let query = valid(query, violations)?;
-        let run = self.run_search(caller, query, req.limit, cursor);
-        self.audited(caller, request_id, Operation::Search, req.query, run)
-            .await
+        // The audit outcome is written before the charge (and again if the charge refuses),
+        // so nothing but encoding and writing the answer follows the charge's commit.
+        let audit = self
+            .audit_begin(caller, request_id, Operation::Search, req.query)
+            .await?;
+        let page = self.run_search(caller, query, req.limit, cursor).await;
+        let page = match page {
+            Ok(page) => page,
+            Err(e) => {
+                self.audit_end(request_id, audit, e.code()).await;
+                return Err(e);
+            }
+        };
+        self.audit_end(request_id, audit, "ok").await;
+        let charged = self.charge(caller, page).await;
+        if let Err(e) = &charged {
+            self.audit_end(request_id, audit, e.code()).await;
+        }
+        charged
     }
 
     /// `POST /v1/search/count`: unique hosts of an ASN or filter query. Free.
@@ -286,47 +312,92 @@ impl SearchService {
             .await
     }
 
-    /// Step 6 onwards of a search: reserve a unit, run the page, refund unless answered.
+    /// Step 5 onwards of a search up to the charge: admission, a look at the allowance that
+    /// reserves nothing, the page (cursor taken, engine run, next cursor issued). The charge
+    /// comes last ([`Self::charge`]), once the page is ready to send, so a request that ends
+    /// up free never holds a unit another request needs, and a process that dies before the
+    /// charge leaves nothing charged.
     async fn run_search(
         &self,
         caller: &Caller,
         query: Query,
         limit: u32,
         cursor: Option<CursorToken>,
-    ) -> Result<SearchAnswer> {
+    ) -> Result<Prepared> {
         let permit = self.admit(caller)?;
         let now = self.now();
         let account = caller.account.id;
-        let reserved = match caller.account.daily_limit {
-            DailyLimit::Unlimited => None,
-            DailyLimit::Limited(daily) => {
-                match self
-                    .inner
-                    .state
-                    .charge(account, UtcDay::of(now), daily)
-                    .await
-                {
-                    Ok(Charge::Charged(usage)) => Some(usage),
-                    Ok(Charge::Exhausted(usage)) => return Err(ServiceError::LimitReached(usage)),
-                    Err(e) => return Err(ServiceError::state("charging a search", &e)),
-                }
+        let day = UtcDay::of(now);
+        if let DailyLimit::Limited(daily) = caller.account.daily_limit {
+            let usage = self
+                .inner
+                .state
+                .usage(account, day, daily)
+                .await
+                .map_err(|e| ServiceError::state("reading the allowance", &e))?;
+            if usage.remaining() == 0 {
+                return Err(ServiceError::LimitReached(usage));
             }
-        };
-        let mut answer = self.page(caller, query, limit, cursor, now, permit).await;
-        match (&mut answer, reserved) {
-            (Ok(answer), usage) => {
-                answer.allowance = usage;
-                self.inner.charged.fetch_add(1, Ordering::Relaxed);
-            }
-            (Err(_), Some(usage)) => {
-                if let Err(e) = self.inner.state.refund(account, usage.day).await {
-                    tracing::error!(account.id = account.as_i64(), error = %error_chain(&e),
-                        "a search that was not answered could not be refunded");
-                }
-            }
-            (Err(_), None) => {}
         }
-        answer
+        let answer = self
+            .page(caller, query, limit, cursor.as_ref(), now, permit)
+            .await?;
+        Ok(Prepared {
+            answer,
+            day,
+            taken: cursor,
+        })
+    }
+
+    /// The last step of a search: charges the page that is ready to send. Nothing left (a
+    /// search that ran meanwhile took the last unit) drops it: 429, the taken cursor usable
+    /// again, the issued one deleted.
+    async fn charge(&self, caller: &Caller, prepared: Prepared) -> Result<SearchAnswer> {
+        let Prepared {
+            mut answer,
+            day,
+            taken,
+        } = prepared;
+        if let DailyLimit::Limited(daily) = caller.account.daily_limit {
+            let refused = match self.inner.state.charge(caller.account.id, day, daily).await {
+                Ok(Charge::Charged(usage)) => {
+                    answer.allowance = Some(usage);
+                    None
+                }
+                Ok(Charge::Exhausted(usage)) => Some(ServiceError::LimitReached(usage)),
+                Err(e) => Some(ServiceError::state("charging a search", &e)),
+            };
+            if let Some(error) = refused {
+                self.unissue(caller, taken.as_ref(), answer.next_cursor.as_ref())
+                    .await;
+                return Err(error);
+            }
+        }
+        self.inner.charged.fetch_add(1, Ordering::Relaxed);
+        Ok(answer)
+    }
+
+    /// Undoes the cursors of a page that will not be sent: the taken one is usable again, the
+    /// one issued for the next page is deleted.
+    async fn unissue(
+        &self,
+        caller: &Caller,
+        taken: Option<&CursorToken>,
+        issued: Option<&CursorToken>,
+    ) {
+        let account = caller.account.id;
+        if let Some(token) = taken
+            && let Err(e) = self.inner.state.release_cursor(token, account).await
+        {
+            tracing::warn!(account.id = account.as_i64(), error = %error_chain(&e),
+                "a taken cursor could not be released");
+        }
+        if let Some(token) = issued
+            && let Err(e) = self.inner.state.discard_cursor(token, account).await
+        {
+            tracing::warn!(account.id = account.as_i64(), error = %error_chain(&e),
+                "the cursor of a page that was not sent could not be discarded");
+        }
     }
 
     /// Takes the cursor, runs the page and issues the next cursor; releases the taken cursor
@@ -336,13 +407,12 @@ impl SearchService {
         caller: &Caller,
         query: Query,
         limit: u32,
-        cursor: Option<CursorToken>,
+        cursor: Option<&CursorToken>,
         now: Timestamp,
         permit: Permit,
     ) -> Result<SearchAnswer> {
-        let account = caller.account.id;
         let canonical = query.to_string();
-        let after = match &cursor {
+        let after = match cursor {
             None => None,
             Some(token) => Some(
                 self.take_cursor(token, caller, &canonical, limit, now)
@@ -352,11 +422,8 @@ impl SearchService {
         let answer = self
             .page_after(caller, query, &canonical, limit, after, now, permit)
             .await;
-        if let (Err(_), Some(token)) = (&answer, &cursor)
-            && let Err(e) = self.inner.state.release_cursor(token, account).await
-        {
-            tracing::warn!(account.id = account.as_i64(), error = %error_chain(&e),
-                "a taken cursor could not be released");
+        if answer.is_err() {
+            self.unissue(caller, cursor, None).await;
         }
         answer
     }
@@ -488,6 +555,24 @@ impl SearchService {
         subject: &str,
         run: impl Future<Output = Result<T>>,
     ) -> Result<T> {
+        let id = self
+            .audit_begin(caller, request_id, operation, subject)
+            .await?;
+        let result = run.await;
+        let outcome = result.as_ref().map_or_else(ServiceError::code, |_| "ok");
+        self.audit_end(request_id, id, outcome).await;
+        result
+    }
+
+    /// Writes the audit record of a request about to run (503 `audit_unavailable` when it
+    /// cannot be written: the request does not run).
+    async fn audit_begin(
+        &self,
+        caller: &Caller,
+        request_id: &str,
+        operation: Operation,
+        subject: &str,
+    ) -> Result<AuditId> {
         let entry = AuditEntry {
             request_id: request_id.to_owned(),
             at: self.now(),
@@ -497,21 +582,19 @@ impl SearchService {
             operation,
             subject: Some(subject.to_owned()),
         };
-        let id = match self.inner.audit.record(&entry).await {
-            Ok(id) => id,
-            Err(e) => {
-                tracing::error!(request.id = request_id, error = %error_chain(&e),
-                    "audit record could not be written; the request did not run");
-                return Err(ServiceError::AuditUnavailable);
-            }
-        };
-        let result = run.await;
-        let outcome = result.as_ref().map_or_else(ServiceError::code, |_| "ok");
+        self.inner.audit.record(&entry).await.map_err(|e| {
+            tracing::error!(request.id = request_id, error = %error_chain(&e),
+                "audit record could not be written; the request did not run");
+            ServiceError::AuditUnavailable
+        })
+    }
+
+    /// Records the outcome of an audited request (a failure is logged, not answered).
+    async fn audit_end(&self, request_id: &str, id: AuditId, outcome: &str) {
         if let Err(e) = self.inner.audit.record_outcome(id, outcome).await {
             tracing::warn!(request.id = request_id, error = %error_chain(&e),
                 "audit outcome could not be written");
         }
-        result
     }
 
     /// Step 8: runs engine work on a blocking thread within the time budget. The permit moves

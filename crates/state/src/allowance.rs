@@ -72,22 +72,26 @@ impl Usage {
 /// The outcome of [`State::charge`].
 ///
 /// **How a search is charged exactly.** The specification charges a search only when it
-/// answers 200, yet with 20 remaining, 100 concurrent searches must give exactly 20 answers of
-/// 200. Charging after the search cannot promise that (all 100 could finish first), so the
-/// search service *reserves* before it runs and *refunds* when it does not answer 200:
+/// answers 200, and with 20 remaining, 100 concurrent searches must give exactly 20 answers of
+/// 200. The search service charges *last*, once the page is ready to send:
 ///
-/// 1. [`State::charge`] — one statement, `INSERT … ON CONFLICT (account_id, day) DO UPDATE SET
+/// 1. A read of the counter ([`State::usage`]) refuses at once (429 `search_limit_reached`)
+///    when nothing remains. It reserves nothing, so a request that will end up free (a
+///    replayed cursor, a too-broad query, a timeout) never holds a unit another request needs.
+/// 2. The cursor is taken and the page runs; every error of these steps is free because
+///    nothing was charged.
+/// 3. [`State::charge`] — one statement, `INSERT … ON CONFLICT (account_id, day) DO UPDATE SET
 ///    used = used + 1 WHERE used < limit RETURNING used` — takes one unit if one remains
-///    ([`Charge::Charged`]) or refuses ([`Charge::Exhausted`] → 429 `search_limit_reached`).
-///    Both databases serialise conflicting upserts on the row, so no two callers take the
-///    same unit and the counter never passes the limit.
-/// 2. The search runs. On a 200 the reservation stands: the charge is already in the counter,
-///    so the response's `allowance` includes this search.
-/// 3. On any other outcome the service calls [`State::refund`] with the reservation's day,
-///    which gives the unit back (`used = used - 1`), so every error is free.
+///    ([`Charge::Charged`]: the page is answered, its `allowance` includes it) or refuses
+///    ([`Charge::Exhausted`]: 429, the page is dropped, the taken cursor released and the new
+///    one discarded). Both databases serialise conflicting upserts on the row, so no two
+///    callers take the same unit and the counter never passes the limit: of 100 racing
+///    searches with 20 remaining, exactly 20 answer 200.
 ///
-/// A search that is refused at step 1 never ran; one that failed gives its unit back. Only a
-/// process that dies between steps 1 and 3 leaves a unit charged for an unanswered search.
+/// The charge is the last write before the answer: the audit outcome is recorded before it,
+/// and after it the response is only encoded and written. A process killed in that window
+/// keeps a charge for an answer it did not send; a process killed earlier charged nothing.
+/// [`State::refund`] gives a unit back (administration, corrections).
 ///
 /// **Midnight UTC.** The counter is keyed by the UTC day number, so a new day has no row and
 /// starts at 0: the reset happens in one step for every account, with nothing to run.

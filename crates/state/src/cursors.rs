@@ -181,6 +181,20 @@ impl State {
         Ok(())
     }
 
+    /// Deletes a cursor that was issued for a page the client never received (its search
+    /// was refused when it was charged), so it cannot be used. No effect on other accounts'
+    /// cursors.
+    pub async fn discard_cursor(&self, token: &CursorToken, account: AccountId) -> Result<()> {
+        on_db!(&self.db, |pool| {
+            sqlx::query("DELETE FROM search_cursors WHERE token = $1 AND account_id = $2")
+                .bind(token.as_str())
+                .bind(account.as_i64())
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
     /// Deletes cursors expired at `now`; returns how many. Used cursors stay until they
     /// expire, but a deleted one answers the same [`CursorTake::Gone`].
     pub async fn purge_cursors(&self, now: Timestamp) -> Result<u64> {

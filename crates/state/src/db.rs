@@ -47,8 +47,14 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
 /// The newest schema version this build knows.
 pub(crate) const SCHEMA_VERSION: i64 = 3;
 
-/// How long a statement waits for the SQLite write lock, or for a free pooled connection.
+/// How long a statement waits for the SQLite write lock, or for a free pooled SQLite
+/// connection (a local file has no outage to report; waiting is back-pressure).
 const WAIT: Duration = Duration::from_secs(15);
+
+/// How long a request waits for a PostgreSQL connection by default: an unreachable database
+/// answers within this, so readiness probes and clients see the 503 at once
+/// (`database_acquire_timeout_ms`).
+pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A pool over one of the two supported databases.
 #[derive(Clone, Debug)]
@@ -79,6 +85,11 @@ impl Db {
     /// Opens (creating it if missing) the SQLite file at `path` and migrates it.
     pub(crate) async fn open_sqlite_file(path: &Path) -> Result<Self> {
         let target = path.display().to_string();
+        // Private before SQLite touches it: SQLite gives `-wal` and `-shm` the file's mode.
+        crate::files::private_sqlite_files(path).map_err(|source| StateError::Private {
+            path: path.to_owned(),
+            source,
+        })?;
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -108,8 +119,10 @@ impl Db {
         Ok(db)
     }
 
-    /// Connects to the PostgreSQL database at `url` and migrates it.
-    pub(crate) async fn connect_postgres(url: &str) -> Result<Self> {
+    /// Connects to the PostgreSQL database at `url` and migrates it. A request waits at most
+    /// `acquire_timeout` for a connection (a new one is tried meanwhile when the database
+    /// went away), then fails.
+    pub(crate) async fn connect_postgres(url: &str, acquire_timeout: Duration) -> Result<Self> {
         let options =
             PgConnectOptions::from_str(url).map_err(|source| StateError::Unreachable {
                 target: "(unparsable PostgreSQL URL)".to_owned(),
@@ -122,7 +135,7 @@ impl Db {
         let _ = probe.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(10)
-            .acquire_timeout(WAIT)
+            .acquire_timeout(acquire_timeout)
             .connect_with(options)
             .await
             .map_err(unreachable(&target))?;

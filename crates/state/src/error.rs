@@ -30,6 +30,15 @@ pub enum StateError {
         #[source]
         source: std::io::Error,
     },
+    /// The SQLite file could not be created private (mode 0600) or narrowed to it.
+    #[error("cannot make the state database file {} private (mode 0600)", path.display())]
+    Private {
+        /// The file.
+        path: PathBuf,
+        /// What the file system said.
+        #[source]
+        source: std::io::Error,
+    },
     /// The database was migrated by a newer Periscope: this build does not know its schema.
     #[error(
         "the state database {target} has schema version {applied}, newer than this build \

@@ -20,6 +20,7 @@ mod audit;
 mod cursors;
 mod db;
 mod error;
+pub mod files;
 mod keys;
 mod random;
 mod reports;
@@ -42,7 +43,7 @@ pub use accounts::{
 pub use allowance::{Charge, Usage, UtcDay};
 pub use audit::{AuditEntry, AuditId, AuditRecord, Channel, Operation};
 pub use cursors::{CURSOR_LEN, CursorTake, CursorToken, DEFAULT_CURSOR_LIFETIME_SECS, NewCursor};
-pub use db::Backend;
+pub use db::{Backend, DEFAULT_ACQUIRE_TIMEOUT};
 pub use error::{Result, StateError};
 pub use keys::{
     API_KEY_LEN, ApiKey, KEY_NAME_MAX_CHARS, KEY_PREFIX_LEN, KeyId, KeyInfo, KeyOwner,
@@ -58,6 +59,11 @@ use db::Db;
 /// configuration key); read by the configuration layer, not here.
 pub const DATABASE_URL_ENV: &str = "PERISCOPE_DATABASE_URL";
 
+/// Whether `target` names a PostgreSQL database.
+fn is_postgres(target: &str) -> bool {
+    target.starts_with("postgres://") || target.starts_with("postgresql://")
+}
+
 /// A handle on the state database (a connection pool; clones share it).
 #[derive(Clone, Debug)]
 pub struct State {
@@ -68,7 +74,7 @@ impl State {
     /// Opens the database named by `target`: a `postgres://` or `postgresql://` URL, a
     /// `sqlite:` URL, or the path of a SQLite file (created if missing). Runs the migrations.
     pub async fn open(target: &str) -> Result<Self> {
-        if target.starts_with("postgres://") || target.starts_with("postgresql://") {
+        if is_postgres(target) {
             return Self::connect_postgres(target).await;
         }
         let path = target
@@ -81,16 +87,29 @@ impl State {
     /// Opens the state database the configuration names: PostgreSQL at `database_url` when
     /// one is set, otherwise the SQLite file `state.db` in `data_dir`.
     pub async fn open_configured(database_url: Option<&str>, data_dir: &Path) -> Result<Self> {
+        Self::open_configured_with(database_url, data_dir, DEFAULT_ACQUIRE_TIMEOUT).await
+    }
+
+    /// As [`State::open_configured`], with a PostgreSQL request waiting at most
+    /// `acquire_timeout` for a connection (`database_acquire_timeout_ms`).
+    pub async fn open_configured_with(
+        database_url: Option<&str>,
+        data_dir: &Path,
+        acquire_timeout: std::time::Duration,
+    ) -> Result<Self> {
         match database_url {
+            Some(url) if is_postgres(url) => Ok(Self {
+                db: Db::connect_postgres(url, acquire_timeout).await?,
+            }),
             Some(url) => Self::open(url).await,
             None => Self::open_sqlite(data_dir).await,
         }
     }
 
-    /// Opens `DATA/state.db` in the data directory, creating the directory and the file on
-    /// first start. Runs the migrations.
+    /// Opens `DATA/state.db` in the data directory, creating the directory (mode 0700) and
+    /// the file (mode 0600) on first start. Runs the migrations.
     pub async fn open_sqlite(data_dir: &Path) -> Result<Self> {
-        std::fs::create_dir_all(data_dir).map_err(|source| StateError::DataDir {
+        files::create_private_dir(data_dir).map_err(|source| StateError::DataDir {
             path: data_dir.to_owned(),
             source,
         })?;
@@ -108,7 +127,7 @@ impl State {
     /// Connects to the PostgreSQL database at `url` (which must exist). Runs the migrations.
     pub async fn connect_postgres(url: &str) -> Result<Self> {
         Ok(Self {
-            db: Db::connect_postgres(url).await?,
+            db: Db::connect_postgres(url, DEFAULT_ACQUIRE_TIMEOUT).await?,
         })
     }
 

@@ -96,6 +96,8 @@ pub struct Options {
     pub audit: Option<Arc<dyn AuditSink>>,
     pub plans: Option<Arc<dyn PlanSource>>,
     pub resolver: Option<Arc<dyn Resolver>>,
+    /// The server's connection settings (HSTS, timeouts).
+    pub server: periscope_api::server::Settings,
 }
 
 impl Default for Options {
@@ -107,6 +109,7 @@ impl Default for Options {
             audit: None,
             plans: None,
             resolver: None,
+            server: periscope_api::server::Settings::default(),
         }
     }
 }
@@ -237,10 +240,15 @@ impl TestApp {
             .await
             .unwrap();
         let address = listener.local_addr().unwrap();
+        let settings = options.server;
         let server = tokio::spawn(async move {
-            axum::serve(listener, periscope_api::router(app))
-                .await
-                .unwrap();
+            periscope_api::server::serve(
+                listener,
+                periscope_api::router(app),
+                settings,
+                std::future::pending(),
+            )
+            .await;
         });
         let (account, key) = new_account(&state, "ann@example.com", DailyLimit::Limited(20)).await;
         TestApp {

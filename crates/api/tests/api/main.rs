@@ -27,6 +27,7 @@ macro_rules! api_test {
 
 mod auth;
 mod domain;
+mod edge;
 mod faults;
 mod harness;
 mod races;

@@ -73,3 +73,26 @@ async fn an_unreachable_database_is_a_clear_error() {
         .unwrap_err();
     assert!(matches!(err, StateError::Unreachable { .. }), "{err:?}");
 }
+
+// The data directory is created 0700 and state.db with its -wal and -shm 0600; a state.db an
+// older build left readable by others is narrowed to 0600 when opened (issue 13 item 5).
+#[tokio::test]
+async fn the_sqlite_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let tmp = TempDir::new("private");
+    let data = tmp.path().join("data");
+    let state = State::open_sqlite(&data).await.unwrap();
+    state.ping().await.unwrap();
+    assert_eq!(mode(&data), 0o700);
+    for file in ["state.db", "state.db-wal", "state.db-shm"] {
+        assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+    }
+    state.close().await;
+
+    let db = data.join("state.db");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let state = State::open_sqlite(&data).await.unwrap();
+    assert_eq!(mode(&db), 0o600);
+    state.close().await;
+}
