@@ -263,7 +263,6 @@ pub(crate) struct Whois {
 #[derive(Debug, Clone)]
 pub(crate) enum Line {
     Service(Box<Service>),
-    Domain(Domain),
 }
 
 /// Validates the lines of one scanner record (starting at `line` of its input): all of them
@@ -276,7 +275,6 @@ pub(crate) fn validate(reader: &mut ObservationReader, line: u64, lines: Vec<Lin
                 serde_json::to_string(s),
                 format!("{}/{} {}", s.port, s.transport, s.protocol),
             ),
-            Line::Domain(d) => (serde_json::to_string(d), format!("domain {}", d.name)),
         };
         let text = match text {
             Ok(text) => text,
