@@ -1,0 +1,313 @@
+//! Every importer over fixtures written to its scanner's documented output format (Masscan
+//! and ZGrab2 cannot reach a network from CI): what is mapped, what is counted as not mapped,
+//! and malformed or truncated input rejected record by record with its line, nothing of a
+//! bad record kept. Format detection over the same fixtures.
+
+#![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
+
+use periscope_import::{Format, Item, Options, Tally, detect, importer};
+use periscope_model::Timestamp;
+use serde_json::Value;
+
+fn options(ports: &[&str]) -> Options {
+    let mut options = Options::new(Timestamp::parse("2026-11-26T00:00:00Z").unwrap());
+    for p in ports {
+        options.zgrab2_ports.add(p).unwrap();
+    }
+    options
+}
+
+/// Imports `input`: the observation lines as JSON, the rejections as text, the tally.
+fn import(format: Format, input: &str, ports: &[&str]) -> (Vec<Value>, Vec<String>, Tally) {
+    let mut imp = importer(format, Box::new(input.as_bytes()), &options(ports)).unwrap();
+    let (mut lines, mut rejected) = (Vec::new(), Vec::new());
+    while let Some(item) = imp.next_item().unwrap() {
+        match item {
+            Item::Record(r) => {
+                for o in r.observations {
+                    lines.push(serde_json::from_str(&o.line).unwrap());
+                }
+            }
+            Item::Rejected(r) => rejected.push(r.to_string()),
+        }
+    }
+    (lines, rejected, imp.tally().clone())
+}
+
+fn find<'a>(lines: &'a [Value], port: u64) -> &'a Value {
+    lines
+        .iter()
+        .find(|l| l["port"] == port)
+        .unwrap_or_else(|| panic!("no line for port {port}: {lines:?}"))
+}
+
+const NMAP: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE nmaprun>
+<nmaprun scanner="nmap" args="nmap -sV" start="1795600000" version="7.93" xmloutputversion="1.05">
+<host starttime="1795600000" endtime="1795600100"><status state="up" reason="syn-ack"/>
+<address addr="10.1.2.3" addrtype="ipv4"/>
+<hostnames><hostname name="web.corp.example" type="user"/><hostname name="ptr.corp.example" type="PTR"/></hostnames>
+<ports><extraports state="closed" count="995"></extraports>
+<port protocol="tcp" portid="22"><state state="open"/><service name="ssh" product="OpenSSH" version="8.4p1" extrainfo="protocol 2.0"><cpe>cpe:/a:openbsd:openssh:8.4p1</cpe></service>
+<script id="vulners" output="..."><table key="cpe:/a:openbsd:openssh:8.4p1">
+<table><elem key="id">CVE-2023-38408</elem><elem key="cvss">9.8</elem><elem key="type">cve</elem><elem key="is_exploit">false</elem></table>
+<table><elem key="id">PACKETSTORM:173661</elem><elem key="cvss">9.8</elem><elem key="type">packetstorm</elem><elem key="is_exploit">true</elem></table>
+<table><elem key="id">CVE-2021-41617</elem><elem key="cvss">7.0</elem><elem key="type">cve</elem><elem key="is_exploit">false</elem></table>
+</table></script></port>
+<port protocol="tcp" portid="3389"><state state="open"/><service name="ms-wbt-server" product="Microsoft Terminal Services"/></port>
+<port protocol="tcp" portid="445"><state state="open"/><service name="microsoft-ds"/></port>
+<port protocol="tcp" portid="5432"><state state="open"/><service name="postgresql"/></port>
+<port protocol="tcp" portid="8443"><state state="open"/><service name="http" tunnel="ssl"/></port>
+<port protocol="tcp" portid="9999"><state state="open"/><service name="tcpwrapped"/></port>
+<port protocol="tcp" portid="81"><state state="filtered"/><service name="http"/></port>
+</ports></host>
+<host starttime="1795600000" endtime="1795600100"><status state="down" reason="no-response"/>
+<address addr="10.1.2.4" addrtype="ipv4"/></host>
+<runstats><finished time="1795600200"/></runstats>
+</nmaprun>
+"#;
+
+#[test]
+fn nmap_maps_services_scripts_and_names_and_counts_the_rest() {
+    assert_eq!(detect(NMAP.as_bytes()), Some(Format::NmapXml));
+    let (lines, rejected, tally) = import(Format::NmapXml, NMAP, &[]);
+    assert!(rejected.is_empty(), "{rejected:?}");
+    let protocols: Vec<(u64, &str)> = lines
+        .iter()
+        .map(|l| (l["port"].as_u64().unwrap(), l["protocol"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        protocols,
+        [
+            (22, "ssh"),
+            (3389, "rdp"),
+            (445, "samba"),
+            (5432, "postgres"),
+            (8443, "https")
+        ]
+    );
+    let ssh = find(&lines, 22);
+    assert_eq!(ssh["observed_at"], "2026-11-25T09:48:20Z");
+    assert_eq!(
+        ssh["product"]["cpe"],
+        "cpe:2.3:a:openbsd:openssh:8.4p1:*:*:*:*:*:*:*"
+    );
+    assert_eq!(
+        ssh["vulnerabilities"],
+        serde_json::json!({"cves": ["CVE-2023-38408", "CVE-2021-41617"], "max_cvss": 9.8, "has_exploits": true})
+    );
+    assert_eq!(ssh["host"]["reverse_dns"][0], "ptr.corp.example");
+    assert_eq!(ssh["host"]["dns_name"], "web.corp.example");
+    assert!(
+        find(&lines, 3389).get("vulnerabilities").is_none(),
+        "no vulners, no CVEs"
+    );
+    assert_eq!(tally.unmapped.get("tcpwrapped"), Some(&1));
+    assert_eq!(tally.skipped.get("port closed"), Some(&995));
+    assert_eq!(tally.skipped.get("port filtered"), Some(&1));
+    assert_eq!(tally.skipped.get("host down"), Some(&1));
+    assert_eq!(tally.records, 2);
+}
+
+#[test]
+fn nmap_truncated_and_bad_hosts_are_rejected_whole_with_their_line() {
+    // A bad address rejects its host; the file cut inside the third host rejects that one.
+    let cut = NMAP
+        .find("<host starttime=\"1795600000\" endtime=\"1795600100\"><status state=\"down\"")
+        .unwrap();
+    let input = format!(
+        "{}<host endtime=\"1795600100\"><status state=\"up\"/><address addr=\"10.1.2.999\" addrtype=\"ipv4\"/></host>\n{}",
+        &NMAP[..cut],
+        &NMAP[..NMAP.find("<port protocol=\"tcp\" portid=\"445\">").unwrap()]
+            .split_once("<host ")
+            .map(|(_, rest)| format!("<host {rest}"))
+            .unwrap()
+    );
+    let (lines, rejected, _) = import(Format::NmapXml, &input, &[]);
+    assert_eq!(lines.len(), 5, "the first host is kept whole");
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    assert!(
+        rejected[0].starts_with("line 21: address: \"10.1.2.999\""),
+        "{rejected:?}"
+    );
+    assert!(
+        rejected[1].contains("ends inside <host> begun on line 22"),
+        "{rejected:?}"
+    );
+    // A host whose service breaks a rule of the format (a CPE-less product title too long is
+    // cut, but an out-of-range time is not) is rejected whole: none of its ports are kept.
+    let future = NMAP.replace(
+        "endtime=\"1795600100\"><status state=\"up\"",
+        "endtime=\"4102444800\"><status state=\"up\"",
+    );
+    let (lines, rejected, _) = import(Format::NmapXml, &future, &[]);
+    assert!(lines.is_empty(), "{lines:?}");
+    assert_eq!(rejected.len(), 1);
+    assert!(
+        rejected[0].contains("22/tcp ssh: observed_at"),
+        "{rejected:?}"
+    );
+}
+
+const MASSCAN_JSON: &str = r#"[
+{   "ip": "10.0.0.1",   "timestamp": "1795600000", "ports": [ {"port": 443, "proto": "tcp", "status": "open", "reason": "syn-ack", "ttl": 64} ] }
+,
+{   "ip": "10.0.0.1",   "timestamp": "1795600005", "ports": [ {"port": 443, "proto": "tcp", "service": {"name": "ssl", "banner": "TLS/1.2 cipher:0xc02f, www.corp.example, corp.example"} } ] }
+,
+{   "ip": "10.0.0.1",   "timestamp": "1795600005", "ports": [ {"port": 443, "proto": "tcp", "service": {"name": "X509", "banner": "YWJj"} } ] }
+,
+{   "ip": "10.0.0.1",   "timestamp": "1795600006", "ports": [ {"port": 443, "proto": "tcp", "service": {"name": "http", "banner": "HTTP/1.1 200 OK\r\nServer: nginx/1.24.0\r\n"} } ] }
+,
+{   "ip": "10.0.0.2",   "timestamp": "1795600000", "ports": [ {"port": 22, "proto": "tcp", "service": {"name": "ssh", "banner": "SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13"} } ] }
+,
+{   "ip": "10.0.0.2",   "timestamp": "1795600000", "ports": [ {"port": 8000, "proto": "tcp", "status": "open", "reason": "syn-ack", "ttl": 64} ] }
+,
+{   "ip": "10.0.0.2",   "timestamp": "1795600000", "ports": [ {"port": 70000, "proto": "tcp", "status": "open"} ] }
+,
+{   "ip": "10.0.0.3",   "timestamp": "1795600000", "ports": [ {"port": 80, "proto": "tcp", "status": "open"
+"#;
+
+#[test]
+fn masscan_json_merges_banners_and_rejects_bad_records_by_line() {
+    assert_eq!(detect(MASSCAN_JSON.as_bytes()), Some(Format::MasscanJson));
+    let (lines, rejected, tally) = import(Format::MasscanJson, MASSCAN_JSON, &[]);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let https = find(&lines, 443);
+    assert_eq!(https["protocol"], "https");
+    assert_eq!(
+        https["observed_at"], "2026-11-25T09:46:46Z",
+        "the newest record's time"
+    );
+    assert_eq!(https["http"]["server"], "nginx/1.24.0");
+    assert_eq!(https["http"]["status_code"], 200);
+    assert_eq!(
+        https["tls"]["certificate"]["subject_alt_names"],
+        serde_json::json!(["www.corp.example", "corp.example"])
+    );
+    assert_eq!(
+        https["tls"]["certificate"]["fingerprint_sha256"],
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    let ssh = find(&lines, 22);
+    assert_eq!(ssh["ssh"]["software_version"], "OpenSSH_9.6p1");
+    assert_eq!(
+        tally.unmapped.get("port 8000/tcp"),
+        Some(&1),
+        "http and hikvision"
+    );
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    assert!(
+        rejected[0].starts_with("line 14: ports[0].port: "),
+        "{rejected:?}"
+    );
+    assert!(
+        rejected[1].starts_with("line 16: (record): the record is cut short"),
+        "{rejected:?}"
+    );
+}
+
+const MASSCAN_XML: &str = "<?xml version=\"1.0\"?>\r\n<!-- masscan v1.0 scan -->\r\n\
+<nmaprun scanner=\"masscan\" start=\"1795600000\" version=\"1.0-BETA\"  xmloutputversion=\"1.03\">\r\n\
+<scaninfo type=\"syn\" protocol=\"tcp\" />\r\n\
+<host endtime=\"1795600000\"><address addr=\"10.0.0.9\" addrtype=\"ipv4\"/><ports><port protocol=\"tcp\" portid=\"22\"><state state=\"open\" reason=\"syn-ack\" reason_ttl=\"64\"/></port></ports></host>\r\n\
+<host endtime=\"1795600003\"><address addr=\"10.0.0.9\" addrtype=\"ipv4\"/><ports><port protocol=\"tcp\" portid=\"80\"><service name=\"title\" banner=\"Corp &amp; Co intranet\"></service></port></ports></host>\r\n\
+<host endtime=\"1795600003\"><address addr=\"10.0.0.9\" addrtype=\"ipv4\"/><ports><port protocol=\"tcp\" portid=\"31337\"><state state=\"open\"/></port></ports></host>\r\n\
+<host endtime=\"x\"><address addr=\"10.0.0.9\" addrtype=\"ipv4\"/><ports><port protocol=\"tcp\" portid=\"23\"><state state=\"open\"/></port></ports></host>\r\n\
+<host endtime=\"1795600003\"><address addr=\"10.0.0.9\"";
+
+#[test]
+fn masscan_xml_maps_well_known_ports_and_stops_at_truncation() {
+    assert_eq!(detect(MASSCAN_XML.as_bytes()), Some(Format::MasscanXml));
+    let (lines, rejected, tally) = import(Format::MasscanXml, MASSCAN_XML, &[]);
+    let got: Vec<(u64, &str)> = lines
+        .iter()
+        .map(|l| (l["port"].as_u64().unwrap(), l["protocol"].as_str().unwrap()))
+        .collect();
+    assert_eq!(got, [(22, "ssh"), (80, "http")]);
+    assert_eq!(find(&lines, 80)["http"]["title"], "Corp & Co intranet");
+    assert_eq!(tally.unmapped.get("port 31337/tcp"), Some(&1));
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    assert!(
+        rejected[0].starts_with("line 8: host.endtime: "),
+        "{rejected:?}"
+    );
+    assert!(
+        rejected[1].contains("line 9") || rejected[1].contains("truncated"),
+        "{rejected:?}"
+    );
+}
+
+const ZGRAB2: &str = r#"{"ip":"10.0.0.5","domain":"portal.corp.example","data":{"http":{"status":"success","protocol":"http","result":{"response":{"status_code":200,"headers":{"server":["Apache/2.4.57"]},"body":"<html><title>Portal</title></html>","request":{"tls_log":{"handshake_log":{"server_hello":{"version":{"name":"TLSv1.2"},"cipher_suite":{"name":"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}},"server_certificates":{"certificate":{"parsed":{"subject":{"common_name":["portal.corp.example"],"organization":["Corp Ltd"]},"issuer":{"common_name":["Corp CA"],"organization":["Corp Ltd"]},"validity":{"start":"2026-01-01T00:00:00Z","end":"2027-01-01T00:00:00Z"},"fingerprint_sha256":"AB00000000000000000000000000000000000000000000000000000000000000","extensions":{"subject_alt_name":{"dns_names":["portal.corp.example"]}}}},"validation":{"browser_trusted":false}}}}}}},"timestamp":"2026-11-20T10:00:00Z"}}}
+{"ip":"10.0.0.6","data":{"ssh":{"status":"success","protocol":"ssh","result":{"server_id":{"raw":"SSH-2.0-OpenSSH_8.4p1 Debian-5","version":"2.0","software":"OpenSSH_8.4p1","comment":"Debian-5"},"algorithm_selection":{"host_key_algorithm":"ssh-ed25519"},"server_host_key":{"fingerprint_sha256":"f83898df0bef57a4ee24985ba598ac17fccb0c0d333cc4af1dd92be14bc23aa5"}},"timestamp":"2026-11-20T10:00:01Z"}}}
+{"ip":"10.0.0.7","data":{"http":{"status":"io-timeout","protocol":"http","result":{"response":{"status_code":200}},"timestamp":"2026-11-20T10:00:02Z","error":"read tcp: i/o timeout"}}}
+{"ip":"10.0.0.8","data":{"http":{"status":"connection-refused","protocol":"http","timestamp":"2026-11-20T10:00:03Z","error":"connection refused"}}}
+{"ip":"10.0.0.9","data":{"dnp3":{"status":"success","protocol":"dnp3","result":{},"timestamp":"2026-11-20T10:00:04Z"}}}
+{"ip":"10.0.0.10","data":{"http":{"status":"success","protocol":"http","timestamp":"not a time"}}}
+{"ip":"10.0.0.11","data":{"http":{"status":"succ
+"#;
+
+#[test]
+fn zgrab2_statuses_evidence_and_bad_lines() {
+    assert_eq!(detect(ZGRAB2.as_bytes()), Some(Format::Zgrab2));
+    let (lines, rejected, tally) = import(Format::Zgrab2, ZGRAB2, &["http=443", "22"]);
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    let https = &lines[0];
+    assert_eq!(
+        (https["port"].as_u64(), https["protocol"].as_str()),
+        (Some(443), Some("https"))
+    );
+    assert_eq!(https["http"]["title"], "Portal");
+    assert_eq!(
+        https["tls"]["certificate"]["subject_organization"],
+        "Corp Ltd"
+    );
+    assert_eq!(https["tls"]["browser_trusted"], false);
+    assert_eq!(https["host"]["dns_name"], "portal.corp.example");
+    let ssh = &lines[1];
+    assert_eq!(ssh["port"], 22);
+    assert_eq!(
+        ssh["ssh"]["host_key_fingerprint"],
+        "SHA256:+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU"
+    );
+    assert_eq!(lines[2]["status"], "partial");
+    assert_eq!(lines[2]["error"], "read tcp: i/o timeout");
+    assert_eq!(lines[3]["status"], "failed");
+    assert_eq!(tally.unmapped.get("dnp3"), Some(&1));
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    assert!(
+        rejected[0].starts_with("line 6: data.http: timestamp"),
+        "{rejected:?}"
+    );
+    assert!(
+        rejected[1].starts_with("line 7: (line): the record is cut short"),
+        "{rejected:?}"
+    );
+}
+
+#[test]
+fn zgrab2_without_a_port_is_refused() {
+    let err = importer(Format::Zgrab2, Box::new(ZGRAB2.as_bytes()), &options(&[]))
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("--port"), "{err}");
+    let mut imp = importer(
+        Format::Zgrab2,
+        Box::new(ZGRAB2.as_bytes()),
+        &options(&["ssh=22"]),
+    )
+    .unwrap();
+    let err = imp.next_item().unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("no --port for the ZGrab2 module \"http\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn detection_of_observation_lines_and_unknown_input() {
+    let line = r#"{"kind":"domain","name":"a.example","addresses":["240.0.0.1"],"observed_at":"2026-11-20T00:00:00Z"}"#;
+    assert_eq!(detect(line.as_bytes()), Some(Format::Jsonl));
+    assert_eq!(detect(b"hello"), None);
+    assert_eq!(detect(b"<html></html>"), None);
+}
