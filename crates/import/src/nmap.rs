@@ -163,10 +163,12 @@ fn host(el: &Element, run_start: Option<i64>, tally: &mut Tally) -> Result<Vec<L
         };
         let parsed = parsed.to_string();
         match kind {
-            Some("PTR") if ip.is_ipv4() => {
-                if !host.reverse_dns.contains(&parsed) && host.reverse_dns.len() < 16 {
-                    host.reverse_dns.push(parsed);
-                }
+            Some("PTR")
+                if ip.is_ipv4()
+                    && !host.reverse_dns.contains(&parsed)
+                    && host.reverse_dns.len() < 16 =>
+            {
+                host.reverse_dns.push(parsed);
             }
             Some("user") if host.dns_name.is_none() => host.dns_name = Some(parsed),
             _ => {}

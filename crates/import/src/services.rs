@@ -152,18 +152,66 @@ pub static MASSCAN: &[Row] = &[
     row("vnc", Tcp, false, "vnc"),
 ];
 
-/// Tokens scanned over UDP; every other token is TCP. The registry does not record the
-/// transport, so the well-known-port rule needs it here.
+/// Shodan's module names (`_shodan.module`, after dropping a `-simple-new`, `-simple` or
+/// `-old` suffix) that are not themselves registry tokens. A module named like a token
+/// (`ftp`, `mysql`, `redis`, …) is that token.
+pub static SHODAN: &[Row] = &[
+    row("dns-tcp", Tcp, false, "dnstcp"),
+    row("http", Tcp, true, "https"),
+    row("ike", Udp, false, "isakmp"),
+    row("imap-ssl", Tcp, false, "imaps"),
+    row("ldap", Tcp, false, "ldaptcp"),
+    row("ldap", Udp, false, "ldapudp"),
+    row("memcache", Any, false, "memcached"),
+    row("ms-sql", Tcp, false, "mssql"),
+    row("netbios", Udp, false, "netbiosns"),
+    row("pop3-ssl", Tcp, false, "pop3s"),
+    row("postgresql", Tcp, false, "postgres"),
+    row("rtsp-tcp", Tcp, false, "rtsp"),
+    row("smb", Tcp, false, "samba"),
+    row("smtp", Tcp, true, "smtps"),
+];
+
+/// Censys `service_name`s (lowercased) that are not themselves registry tokens. A name like a
+/// token (`ssh`, `ftp`, `mysql`, …) is that token; `http` with TLS is `https`.
+pub static CENSYS: &[Row] = &[
+    row("dns", Tcp, false, "dnstcp"),
+    row("http", Tcp, true, "https"),
+    row("imap", Tcp, true, "imaps"),
+    row("ldap", Tcp, false, "ldaptcp"),
+    row("ldap", Udp, false, "ldapudp"),
+    row("mongodb", Tcp, false, "mongodb"),
+    row("pop3", Tcp, true, "pop3s"),
+    row("postgres", Tcp, false, "postgres"),
+    row("smb", Tcp, false, "samba"),
+    row("smtp", Tcp, true, "smtps"),
+];
+
+/// The token of `name` in `table`, else `name` itself when it is a registry token (and a
+/// TLS name has no TLS row).
+pub fn lookup_or_token(
+    table: &[Row],
+    name: &str,
+    transport: &str,
+    tls: bool,
+) -> Option<ProtocolToken> {
+    lookup(table, name, transport, tls).or_else(|| {
+        let t = token(&name.to_ascii_lowercase())?;
+        (UDP_TOKENS.contains(&t.as_str()) == (transport == "udp")).then_some(t)
+    })
+}
+
+/// Tokens scanned over UDP; every other token is TCP (kerberos, memcached and sip, which
+/// use both, count as TCP). The registry does not record the transport, so the
+/// well-known-port rule needs it here.
 pub static UDP_TOKENS: &[&str] = &[
     "bacnet",
     "coap",
     "ipmi",
     "isakmp",
-    "kerberos",
     "l2tp",
     "ldapudp",
     "mdns",
-    "memcached",
     "natpmp",
     "netbiosns",
     "ntp",
@@ -171,7 +219,6 @@ pub static UDP_TOKENS: &[&str] = &[
     "portmap",
     "ripv1",
     "ripv2",
-    "sip",
     "snmpv1",
     "snmpv2",
     "snmpv3",
@@ -230,7 +277,7 @@ mod tests {
 
     #[test]
     fn every_row_names_a_token() {
-        for table in [NMAP, MASSCAN] {
+        for table in [NMAP, MASSCAN, SHODAN, CENSYS] {
             for r in table {
                 assert!(token(r.token).is_some(), "{r:?}");
             }

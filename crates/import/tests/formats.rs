@@ -34,7 +34,7 @@ fn import(format: Format, input: &str, ports: &[&str]) -> (Vec<Value>, Vec<Strin
     (lines, rejected, imp.tally().clone())
 }
 
-fn find<'a>(lines: &'a [Value], port: u64) -> &'a Value {
+fn find(lines: &[Value], port: u64) -> &Value {
     lines
         .iter()
         .find(|l| l["port"] == port)
@@ -310,4 +310,69 @@ fn detection_of_observation_lines_and_unknown_input() {
     assert_eq!(detect(line.as_bytes()), Some(Format::Jsonl));
     assert_eq!(detect(b"hello"), None);
     assert_eq!(detect(b"<html></html>"), None);
+}
+
+const SHODAN: &str = r#"{"ip_str":"10.2.0.1","ip":167903233,"port":443,"transport":"tcp","timestamp":"2026-11-20T13:04:11.123456","_shodan":{"module":"https","id":"x"},"product":"nginx","version":"1.24.0","cpe23":["cpe:2.3:a:f5:nginx:1.24.0"],"vulns":{"CVE-2023-44487":{"cvss":7.5,"verified":false}},"http":{"status":200,"title":"Northwind","server":"nginx/1.24.0"},"ssl":{"cert":{"subject":{"CN":"www.northwind.example","O":"Northwind Traders Ltd"},"issuer":{"CN":"Example CA","O":"Example Trust"},"issued":"20260901000000Z","expires":"20261130235959Z","fingerprint":{"sha256":"9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08"}},"cipher":{"version":"TLSv1.3","name":"TLS_AES_128_GCM_SHA256"}},"location":{"country_code":"DE","country_name":"Germany","city":"Munich","latitude":48.1374,"longitude":11.5755},"asn":"AS64512","org":"Northwind Traders Ltd","isp":"Northwind ISP","hostnames":["www.northwind.example"],"domains":["northwind.example"],"data":"HTTP/1.1 200 OK\r\n"}
+{"ip_str":"10.2.0.2","port":6000,"transport":"tcp","timestamp":"2026-11-20T13:04:11","_shodan":{"module":"x11"},"data":"X11"}
+{"ip_str":"10.2.0.3","port":0,"transport":"tcp","timestamp":"2026-11-20T13:04:11","_shodan":{"module":"ssh"}}
+"#;
+
+#[test]
+fn shodan_banners_with_enrichment() {
+    assert_eq!(detect(SHODAN.as_bytes()), Some(Format::Shodan));
+    let (lines, rejected, tally) = import(Format::Shodan, SHODAN, &[]);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let l = &lines[0];
+    assert_eq!(l["protocol"], "https");
+    assert_eq!(l["observed_at"], "2026-11-20T13:04:11Z");
+    assert_eq!(
+        l["product"]["cpe"],
+        "cpe:2.3:a:f5:nginx:1.24.0:*:*:*:*:*:*:*"
+    );
+    assert_eq!(l["vulnerabilities"]["cves"][0], "CVE-2023-44487");
+    assert_eq!(
+        l["tls"]["certificate"]["valid_until"],
+        "2026-11-30T23:59:59Z"
+    );
+    assert_eq!(l["host"]["location"]["country_code"], "DE");
+    assert_eq!(l["host"]["asn"]["bgp"]["asn"], 64512);
+    assert_eq!(tally.unmapped.get("x11"), Some(&1));
+    assert_eq!(
+        rejected,
+        ["line 3: port: missing or not a port number 1..=65535"]
+    );
+}
+
+const CENSYS: &str = r#"{"ip":"10.3.0.1","services":[{"port":22,"service_name":"SSH","transport_protocol":"TCP","observed_at":"2026-11-20T10:00:00.5Z","ssh":{"endpoint_id":{"protocol_version":"2.0","software_version":"OpenSSH_8.4p1","comment":"Debian-5"},"algorithm_selection":{"host_key_algorithm":"ssh-ed25519"},"server_host_key":{"fingerprint_sha256":"f83898df0bef57a4ee24985ba598ac17fccb0c0d333cc4af1dd92be14bc23aa5"}}},{"port":443,"service_name":"HTTP","extended_service_name":"HTTPS","transport_protocol":"TCP","observed_at":"2026-11-20T10:00:01Z","http":{"response":{"status_code":200,"html_title":"Intranet","headers":{"Server":["Apache"]}}},"tls":{"version_selected":"TLSv1_3","certificates":{"leaf_data":{"names":["intranet.corp.example"],"subject":{"common_name":["intranet.corp.example"],"organization":["Corp Ltd"]},"fingerprint":"ab00000000000000000000000000000000000000000000000000000000000000"}}}},{"port":9200,"service_name":"ELASTICSEARCH","transport_protocol":"TCP","observed_at":"2026-11-20T10:00:02Z"}],"location":{"continent":"Europe","country":"Germany","country_code":"DE","coordinates":{"latitude":52.5,"longitude":13.4}},"autonomous_system":{"asn":64513,"name":"CORP-AS","bgp_prefix":"10.3.0.0/16"}}
+{"ip":"10.3.0.2","services":[{"port":22,"service_name":"SSH","observed_at":"2026-11-20T10:00:00Z"},{"port":80,"service_name":"HTTP","observed_at":"yesterday"}]}
+"#;
+
+#[test]
+fn censys_hosts_with_enrichment_and_a_bad_service_rejecting_its_host() {
+    assert_eq!(detect(CENSYS.as_bytes()), Some(Format::Censys));
+    let (lines, rejected, tally) = import(Format::Censys, CENSYS, &[]);
+    let got: Vec<(u64, &str)> = lines
+        .iter()
+        .map(|l| (l["port"].as_u64().unwrap(), l["protocol"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        [(22, "ssh"), (443, "https")],
+        "the second host is rejected whole"
+    );
+    assert_eq!(
+        lines[0]["ssh"]["host_key_fingerprint"],
+        "SHA256:+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU"
+    );
+    assert_eq!(
+        lines[1]["tls"]["certificate"]["subject_organization"],
+        "Corp Ltd"
+    );
+    assert_eq!(lines[1]["host"]["whois"]["cidr"], "10.3.0.0/16");
+    assert_eq!(tally.unmapped.get("elasticsearch"), Some(&1));
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert!(
+        rejected[0].starts_with("line 2: services[1].observed_at"),
+        "{rejected:?}"
+    );
 }
