@@ -41,31 +41,7 @@ fn find(lines: &[Value], port: u64) -> &Value {
         .unwrap_or_else(|| panic!("no line for port {port}: {lines:?}"))
 }
 
-const NMAP: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
-<!DOCTYPE nmaprun>
-<nmaprun scanner="nmap" args="nmap -sV" start="1795600000" version="7.93" xmloutputversion="1.05">
-<host starttime="1795600000" endtime="1795600100"><status state="up" reason="syn-ack"/>
-<address addr="10.1.2.3" addrtype="ipv4"/>
-<hostnames><hostname name="web.corp.example" type="user"/><hostname name="ptr.corp.example" type="PTR"/></hostnames>
-<ports><extraports state="closed" count="995"></extraports>
-<port protocol="tcp" portid="22"><state state="open"/><service name="ssh" product="OpenSSH" version="8.4p1" extrainfo="protocol 2.0"><cpe>cpe:/a:openbsd:openssh:8.4p1</cpe></service>
-<script id="vulners" output="..."><table key="cpe:/a:openbsd:openssh:8.4p1">
-<table><elem key="id">CVE-2023-38408</elem><elem key="cvss">9.8</elem><elem key="type">cve</elem><elem key="is_exploit">false</elem></table>
-<table><elem key="id">PACKETSTORM:173661</elem><elem key="cvss">9.8</elem><elem key="type">packetstorm</elem><elem key="is_exploit">true</elem></table>
-<table><elem key="id">CVE-2021-41617</elem><elem key="cvss">7.0</elem><elem key="type">cve</elem><elem key="is_exploit">false</elem></table>
-</table></script></port>
-<port protocol="tcp" portid="3389"><state state="open"/><service name="ms-wbt-server" product="Microsoft Terminal Services"/></port>
-<port protocol="tcp" portid="445"><state state="open"/><service name="microsoft-ds"/></port>
-<port protocol="tcp" portid="5432"><state state="open"/><service name="postgresql"/></port>
-<port protocol="tcp" portid="8443"><state state="open"/><service name="http" tunnel="ssl"/></port>
-<port protocol="tcp" portid="9999"><state state="open"/><service name="tcpwrapped"/></port>
-<port protocol="tcp" portid="81"><state state="filtered"/><service name="http"/></port>
-</ports></host>
-<host starttime="1795600000" endtime="1795600100"><status state="down" reason="no-response"/>
-<address addr="10.1.2.4" addrtype="ipv4"/></host>
-<runstats><finished time="1795600200"/></runstats>
-</nmaprun>
-"#;
+const NMAP: &str = include_str!("fixtures/nmap.xml");
 
 #[test]
 fn nmap_maps_services_scripts_and_names_and_counts_the_rest() {
@@ -149,23 +125,7 @@ fn nmap_truncated_and_bad_hosts_are_rejected_whole_with_their_line() {
     );
 }
 
-const MASSCAN_JSON: &str = r#"[
-{   "ip": "10.0.0.1",   "timestamp": "1795600000", "ports": [ {"port": 443, "proto": "tcp", "status": "open", "reason": "syn-ack", "ttl": 64} ] }
-,
-{   "ip": "10.0.0.1",   "timestamp": "1795600005", "ports": [ {"port": 443, "proto": "tcp", "service": {"name": "ssl", "banner": "TLS/1.2 cipher:0xc02f, www.corp.example, corp.example"} } ] }
-,
-{   "ip": "10.0.0.1",   "timestamp": "1795600005", "ports": [ {"port": 443, "proto": "tcp", "service": {"name": "X509", "banner": "YWJj"} } ] }
-,
-{   "ip": "10.0.0.1",   "timestamp": "1795600006", "ports": [ {"port": 443, "proto": "tcp", "service": {"name": "http", "banner": "HTTP/1.1 200 OK\r\nServer: nginx/1.24.0\r\n"} } ] }
-,
-{   "ip": "10.0.0.2",   "timestamp": "1795600000", "ports": [ {"port": 22, "proto": "tcp", "service": {"name": "ssh", "banner": "SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13"} } ] }
-,
-{   "ip": "10.0.0.2",   "timestamp": "1795600000", "ports": [ {"port": 8000, "proto": "tcp", "status": "open", "reason": "syn-ack", "ttl": 64} ] }
-,
-{   "ip": "10.0.0.2",   "timestamp": "1795600000", "ports": [ {"port": 70000, "proto": "tcp", "status": "open"} ] }
-,
-{   "ip": "10.0.0.3",   "timestamp": "1795600000", "ports": [ {"port": 80, "proto": "tcp", "status": "open"
-"#;
+const MASSCAN_JSON: &str = include_str!("fixtures/masscan.json");
 
 #[test]
 fn masscan_json_merges_banners_and_rejects_bad_records_by_line() {
@@ -206,14 +166,7 @@ fn masscan_json_merges_banners_and_rejects_bad_records_by_line() {
     );
 }
 
-const MASSCAN_XML: &str = "<?xml version=\"1.0\"?>\r\n<!-- masscan v1.0 scan -->\r\n\
-<nmaprun scanner=\"masscan\" start=\"1795600000\" version=\"1.0-BETA\"  xmloutputversion=\"1.03\">\r\n\
-<scaninfo type=\"syn\" protocol=\"tcp\" />\r\n\
-<host endtime=\"1795600000\"><address addr=\"10.0.0.9\" addrtype=\"ipv4\"/><ports><port protocol=\"tcp\" portid=\"22\"><state state=\"open\" reason=\"syn-ack\" reason_ttl=\"64\"/></port></ports></host>\r\n\
-<host endtime=\"1795600003\"><address addr=\"10.0.0.9\" addrtype=\"ipv4\"/><ports><port protocol=\"tcp\" portid=\"80\"><service name=\"title\" banner=\"Corp &amp; Co intranet\"></service></port></ports></host>\r\n\
-<host endtime=\"1795600003\"><address addr=\"10.0.0.9\" addrtype=\"ipv4\"/><ports><port protocol=\"tcp\" portid=\"31337\"><state state=\"open\"/></port></ports></host>\r\n\
-<host endtime=\"x\"><address addr=\"10.0.0.9\" addrtype=\"ipv4\"/><ports><port protocol=\"tcp\" portid=\"23\"><state state=\"open\"/></port></ports></host>\r\n\
-<host endtime=\"1795600003\"><address addr=\"10.0.0.9\"";
+const MASSCAN_XML: &str = include_str!("fixtures/masscan.xml");
 
 #[test]
 fn masscan_xml_maps_well_known_ports_and_stops_at_truncation() {
@@ -237,14 +190,7 @@ fn masscan_xml_maps_well_known_ports_and_stops_at_truncation() {
     );
 }
 
-const ZGRAB2: &str = r#"{"ip":"10.0.0.5","domain":"portal.corp.example","data":{"http":{"status":"success","protocol":"http","result":{"response":{"status_code":200,"headers":{"server":["Apache/2.4.57"]},"body":"<html><title>Portal</title></html>","request":{"tls_log":{"handshake_log":{"server_hello":{"version":{"name":"TLSv1.2"},"cipher_suite":{"name":"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}},"server_certificates":{"certificate":{"parsed":{"subject":{"common_name":["portal.corp.example"],"organization":["Corp Ltd"]},"issuer":{"common_name":["Corp CA"],"organization":["Corp Ltd"]},"validity":{"start":"2026-01-01T00:00:00Z","end":"2027-01-01T00:00:00Z"},"fingerprint_sha256":"AB00000000000000000000000000000000000000000000000000000000000000","extensions":{"subject_alt_name":{"dns_names":["portal.corp.example"]}}}},"validation":{"browser_trusted":false}}}}}}},"timestamp":"2026-11-20T10:00:00Z"}}}
-{"ip":"10.0.0.6","data":{"ssh":{"status":"success","protocol":"ssh","result":{"server_id":{"raw":"SSH-2.0-OpenSSH_8.4p1 Debian-5","version":"2.0","software":"OpenSSH_8.4p1","comment":"Debian-5"},"algorithm_selection":{"host_key_algorithm":"ssh-ed25519"},"server_host_key":{"fingerprint_sha256":"f83898df0bef57a4ee24985ba598ac17fccb0c0d333cc4af1dd92be14bc23aa5"}},"timestamp":"2026-11-20T10:00:01Z"}}}
-{"ip":"10.0.0.7","data":{"http":{"status":"io-timeout","protocol":"http","result":{"response":{"status_code":200}},"timestamp":"2026-11-20T10:00:02Z","error":"read tcp: i/o timeout"}}}
-{"ip":"10.0.0.8","data":{"http":{"status":"connection-refused","protocol":"http","timestamp":"2026-11-20T10:00:03Z","error":"connection refused"}}}
-{"ip":"10.0.0.9","data":{"dnp3":{"status":"success","protocol":"dnp3","result":{},"timestamp":"2026-11-20T10:00:04Z"}}}
-{"ip":"10.0.0.10","data":{"http":{"status":"success","protocol":"http","timestamp":"not a time"}}}
-{"ip":"10.0.0.11","data":{"http":{"status":"succ
-"#;
+const ZGRAB2: &str = include_str!("fixtures/zgrab2.jsonl");
 
 #[test]
 fn zgrab2_statuses_evidence_and_bad_lines() {
@@ -312,10 +258,7 @@ fn detection_of_observation_lines_and_unknown_input() {
     assert_eq!(detect(b"<html></html>"), None);
 }
 
-const SHODAN: &str = r#"{"ip_str":"10.2.0.1","ip":167903233,"port":443,"transport":"tcp","timestamp":"2026-11-20T13:04:11.123456","_shodan":{"module":"https","id":"x"},"product":"nginx","version":"1.24.0","cpe23":["cpe:2.3:a:f5:nginx:1.24.0"],"vulns":{"CVE-2023-44487":{"cvss":7.5,"verified":false}},"http":{"status":200,"title":"Northwind","server":"nginx/1.24.0"},"ssl":{"cert":{"subject":{"CN":"www.northwind.example","O":"Northwind Traders Ltd"},"issuer":{"CN":"Example CA","O":"Example Trust"},"issued":"20260901000000Z","expires":"20261130235959Z","fingerprint":{"sha256":"9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08"}},"cipher":{"version":"TLSv1.3","name":"TLS_AES_128_GCM_SHA256"}},"location":{"country_code":"DE","country_name":"Germany","city":"Munich","latitude":48.1374,"longitude":11.5755},"asn":"AS64512","org":"Northwind Traders Ltd","isp":"Northwind ISP","hostnames":["www.northwind.example"],"domains":["northwind.example"],"data":"HTTP/1.1 200 OK\r\n"}
-{"ip_str":"10.2.0.2","port":6000,"transport":"tcp","timestamp":"2026-11-20T13:04:11","_shodan":{"module":"x11"},"data":"X11"}
-{"ip_str":"10.2.0.3","port":0,"transport":"tcp","timestamp":"2026-11-20T13:04:11","_shodan":{"module":"ssh"}}
-"#;
+const SHODAN: &str = include_str!("fixtures/shodan.jsonl");
 
 #[test]
 fn shodan_banners_with_enrichment() {
@@ -343,9 +286,7 @@ fn shodan_banners_with_enrichment() {
     );
 }
 
-const CENSYS: &str = r#"{"ip":"10.3.0.1","services":[{"port":22,"service_name":"SSH","transport_protocol":"TCP","observed_at":"2026-11-20T10:00:00.5Z","ssh":{"endpoint_id":{"protocol_version":"2.0","software_version":"OpenSSH_8.4p1","comment":"Debian-5"},"algorithm_selection":{"host_key_algorithm":"ssh-ed25519"},"server_host_key":{"fingerprint_sha256":"f83898df0bef57a4ee24985ba598ac17fccb0c0d333cc4af1dd92be14bc23aa5"}}},{"port":443,"service_name":"HTTP","extended_service_name":"HTTPS","transport_protocol":"TCP","observed_at":"2026-11-20T10:00:01Z","http":{"response":{"status_code":200,"html_title":"Intranet","headers":{"Server":["Apache"]}}},"tls":{"version_selected":"TLSv1_3","certificates":{"leaf_data":{"names":["intranet.corp.example"],"subject":{"common_name":["intranet.corp.example"],"organization":["Corp Ltd"]},"fingerprint":"ab00000000000000000000000000000000000000000000000000000000000000"}}}},{"port":9200,"service_name":"ELASTICSEARCH","transport_protocol":"TCP","observed_at":"2026-11-20T10:00:02Z"}],"location":{"continent":"Europe","country":"Germany","country_code":"DE","coordinates":{"latitude":52.5,"longitude":13.4}},"autonomous_system":{"asn":64513,"name":"CORP-AS","bgp_prefix":"10.3.0.0/16"}}
-{"ip":"10.3.0.2","services":[{"port":22,"service_name":"SSH","observed_at":"2026-11-20T10:00:00Z"},{"port":80,"service_name":"HTTP","observed_at":"yesterday"}]}
-"#;
+const CENSYS: &str = include_str!("fixtures/censys.jsonl");
 
 #[test]
 fn censys_hosts_with_enrichment_and_a_bad_service_rejecting_its_host() {
