@@ -10,7 +10,7 @@
 //! - [`services`]: the tables from each scanner's service names to registry tokens;
 //! - the shared pieces: CPE 2.2 to 2.3 ([`cpe`]), certificate and key fingerprints
 //!   ([`fingerprint`]), an XML record reader over quick-xml ([`xml`]), line counting
-//!   ([`lines`]) and the observation lines importers write ([`draft`]).
+//!   ([`lines`]) and the observation lines importers write (`draft`).
 //!
 //! An importer yields [`Item`]s: a [`Record`] (the validated observations of one scanner
 //! record, each with its JSON line) or a [`Rejected`] record (where, which field, why —
