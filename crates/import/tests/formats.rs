@@ -5,8 +5,9 @@
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
-use periscope_import::{Format, Item, Options, Tally, detect, importer};
+use periscope_import::{Format, Item, Options, Tally, detect, importer, write_observation};
 use periscope_model::Timestamp;
+use periscope_model::observation::ObservationReader;
 use serde_json::Value;
 
 fn options(ports: &[&str]) -> Options {
@@ -25,6 +26,15 @@ fn import(format: Format, input: &str, ports: &[&str]) -> (Vec<Value>, Vec<Strin
         match item {
             Item::Record(r) => {
                 for o in r.observations {
+                    // The line written back from the validated observation reads as the same
+                    // observation (what enrichment and convert rely on).
+                    let again = write_observation(&o.observation);
+                    let mut reader = ObservationReader::new(options(ports).now);
+                    assert_eq!(
+                        reader.read_line(&again).unwrap(),
+                        Some(o.observation.clone()),
+                        "{again}"
+                    );
                     lines.push(serde_json::from_str(&o.line).unwrap());
                 }
             }
