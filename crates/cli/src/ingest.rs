@@ -162,6 +162,12 @@ impl ReadTally {
         }
     }
 
+    /// Adds an importer's tally once its input is done; its records count as lines.
+    fn add_import(&mut self, import: &Tally) {
+        self.lines += import.records;
+        self.import.add(import);
+    }
+
     /// Counts a rejected line or record, shown as `text`.
     fn reject(&mut self, text: String) {
         self.rejected += 1;
@@ -445,8 +451,10 @@ fn read_inputs(
                     format!("reading {name}{gzip} as {format}")
                 })?;
                 let Some(item) = item else { break };
-                tally.lines += 1;
-                progress.lines.store(tally.lines, Ordering::Relaxed);
+                // A scanner record counts as a line.
+                progress
+                    .lines
+                    .store(tally.lines + importer.tally().records, Ordering::Relaxed);
                 match item {
                     Item::Rejected(r) => tally.reject(format!("{name}:{r}")),
                     Item::Record(record) => {
@@ -455,18 +463,18 @@ fn read_inputs(
                             let origin = (index, record.line);
                             let line = imported.line.as_bytes();
                             if !sink.push(imported.observation, line, origin, &mut tally.waiting) {
-                                tally.import.add(importer.tally());
+                                tally.add_import(importer.tally());
                                 return Ok(tally);
                             }
                         }
                     }
                 }
                 if progress.failed.load(Ordering::Relaxed) {
-                    tally.import.add(importer.tally());
+                    tally.add_import(importer.tally());
                     return Ok(tally);
                 }
             }
-            tally.import.add(importer.tally());
+            tally.add_import(importer.tally());
         }
         let read = tally.observations() - before.0;
         let rejected = tally.rejected - before.1;
@@ -815,7 +823,7 @@ impl IngestReport {
         if r.imported_files > 0 {
             writeln!(
                 out,
-                "scanner records:   {} in {} file{} of scanner output (counted among the lines)",
+                "scanner records:   {} in {} file{} of scanner output (counted as lines above)",
                 group(r.import.records),
                 r.imported_files,
                 if r.imported_files == 1 { "" } else { "s" },
