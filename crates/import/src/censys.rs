@@ -22,7 +22,7 @@ use std::io::BufRead;
 use std::net::IpAddr;
 
 use periscope_model::{DomainName, EvidenceKind, Timestamp};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::draft::{
     self, Asn, Asns, Certificate, Http, Location, Product, Service, Ssh, Tls, Whois,
@@ -60,17 +60,17 @@ fn clean(v: Option<&str>, max: usize) -> Option<String> {
     v.and_then(|t| draft::clean(t, max))
 }
 
-fn host(map: &Map<String, Value>, tally: &mut Tally) -> Result<Vec<Service>, (String, String)> {
-    let mut v = Value::Object(map.clone());
+fn host(v: &Value, tally: &mut Tally) -> Result<Vec<Service>, (String, String)> {
+    let mut v = v;
     for wrapper in ["result", "resource"] {
         if let Some(inner) = v.get(wrapper).filter(|i| i.get("ip").is_some()) {
-            v = inner.clone();
+            v = inner;
         }
     }
-    let ip: IpAddr = s(&v, &["ip"])
+    let ip: IpAddr = s(v, &["ip"])
         .and_then(|t| t.parse().ok())
         .ok_or_else(|| bad("ip", "missing or not an IP address"))?;
-    let updated = s(&v, &["last_updated_at"]).and_then(|t| Timestamp::parse(t).ok());
+    let updated = s(v, &["last_updated_at"]).and_then(|t| Timestamp::parse(t).ok());
     let mut host = draft::Host::default();
     let loc = v.get("location").cloned().unwrap_or(Value::Null);
     let (lat, lon) = (

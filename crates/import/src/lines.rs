@@ -116,6 +116,16 @@ impl<R: BufRead> JsonLines<R> {
     }
 }
 
+/// Parses one JSON object as a value, naming the position of a syntax error.
+pub(crate) fn value(text: &str) -> Result<serde_json::Value, String> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value) if value.is_object() => Ok(value),
+        Ok(_) => Err("not a JSON object".to_owned()),
+        Err(e) if e.is_eof() => Err(format!("the record is cut short (truncated?): {e}")),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
 /// Parses one JSON object, naming the position of a syntax error.
 pub(crate) fn object(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
     match serde_json::from_str::<serde_json::Value>(text) {

@@ -23,7 +23,7 @@ use std::net::IpAddr;
 
 use periscope_model::observation::ObservationReader;
 use periscope_model::{CveId, DomainName, EvidenceKind, Timestamp};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::draft::{
     self, Asn, Asns, Certificate, Http, Line, Location, Product, Provider, Service, Ssh, Tls,
@@ -35,8 +35,7 @@ use crate::services::{SHODAN, lookup_or_token};
 use crate::{Error, Importer, Item, Options, Rejected, Tally};
 
 /// Maps one JSON object to its services, or names the member that is wrong and why.
-pub(crate) type MapRecord =
-    fn(&Map<String, Value>, &mut Tally) -> Result<Vec<Service>, (String, String)>;
+pub(crate) type MapRecord = fn(&Value, &mut Tally) -> Result<Vec<Service>, (String, String)>;
 
 /// A JSON-lines importer driven by a function from one object to its service.
 pub(crate) struct JsonRecords<R> {
@@ -78,11 +77,11 @@ impl<R: BufRead> JsonRecords<R> {
                 JsonLine::Text(text) => text,
             };
             self.tally.records += 1;
-            let map = match lines::object(&text) {
-                Ok(map) => map,
+            let value = match lines::value(&text) {
+                Ok(value) => value,
                 Err(reason) => return Ok(Some(reject("(line)", reason))),
             };
-            return Ok(Some(match (self.map)(&map, &mut self.tally) {
+            return Ok(Some(match (self.map)(&value, &mut self.tally) {
                 Ok(services) => draft::validate(
                     &mut self.reader,
                     number,
@@ -177,9 +176,11 @@ pub(crate) fn padded_cpe(cpe: &str) -> Option<String> {
     periscope_model::Cpe23::parse(&padded).ok().map(|_| padded)
 }
 
-fn banner(map: &Map<String, Value>, tally: &mut Tally) -> Result<Vec<Service>, (String, String)> {
-    let v = Value::Object(map.clone());
-    let ip: IpAddr = s(&v, &["ip_str"])
+fn banner(v: &Value, tally: &mut Tally) -> Result<Vec<Service>, (String, String)> {
+    let map = v
+        .as_object()
+        .ok_or_else(|| bad("(line)", "not a JSON object"))?;
+    let ip: IpAddr = s(v, &["ip_str"])
         .and_then(|t| t.parse().ok())
         .ok_or_else(|| bad("ip_str", "missing or not an IP address"))?;
     let port = map
@@ -188,15 +189,15 @@ fn banner(map: &Map<String, Value>, tally: &mut Tally) -> Result<Vec<Service>, (
         .and_then(|p| u16::try_from(p).ok())
         .filter(|p| *p > 0)
         .ok_or_else(|| bad("port", "missing or not a port number 1..=65535"))?;
-    let transport = match s(&v, &["transport"]).unwrap_or("tcp") {
+    let transport = match s(v, &["transport"]).unwrap_or("tcp") {
         "tcp" => "tcp",
         "udp" => "udp",
         _ => return Err(bad("transport", "not tcp or udp")),
     };
-    let at = s(&v, &["timestamp"])
+    let at = s(v, &["timestamp"])
         .and_then(shodan_time)
         .ok_or_else(|| bad("timestamp", "missing or not a time"))?;
-    let module = s(&v, &["_shodan", "module"]).unwrap_or("");
+    let module = s(v, &["_shodan", "module"]).unwrap_or("");
     let base = ["-simple-new", "-simple", "-old"]
         .iter()
         .find_map(|suffix| module.strip_suffix(suffix))
@@ -215,11 +216,11 @@ fn banner(map: &Map<String, Value>, tally: &mut Tally) -> Result<Vec<Service>, (
         return Ok(Vec::new());
     }
     let mut out = Service::new(ip.to_string(), port, transport, token.as_str(), at);
-    if let Some(title) = s(&v, &["product"]).and_then(|p| draft::clean(p, 256)) {
+    if let Some(title) = s(v, &["product"]).and_then(|p| draft::clean(p, 256)) {
         out.product = Some(Product {
             title,
-            version: s(&v, &["version"]).and_then(|p| draft::clean(p, 128)),
-            cpe: s(&v, &["cpe23"]).and_then(padded_cpe),
+            version: s(v, &["version"]).and_then(|p| draft::clean(p, 128)),
+            cpe: s(v, &["cpe23"]).and_then(padded_cpe),
         });
     }
     if let Some(vulns) = map.get("vulns").and_then(Value::as_object) {
@@ -237,7 +238,7 @@ fn banner(map: &Map<String, Value>, tally: &mut Tally) -> Result<Vec<Service>, (
         }
         out.vulnerabilities = Some(vs);
     }
-    let data = s(&v, &["data"]).unwrap_or("");
+    let data = s(v, &["data"]).unwrap_or("");
     if token.entry().tls && tls {
         let cert = v
             .get("ssl")
@@ -257,8 +258,8 @@ fn banner(map: &Map<String, Value>, tally: &mut Tally) -> Result<Vec<Service>, (
             ..Certificate::default()
         };
         out.tls = Some(Tls {
-            version: s(&v, &["ssl", "cipher", "version"]).and_then(|t| draft::clean(t, 128)),
-            cipher_suite: s(&v, &["ssl", "cipher", "name"]).and_then(|t| draft::clean(t, 128)),
+            version: s(v, &["ssl", "cipher", "version"]).and_then(|t| draft::clean(t, 128)),
+            cipher_suite: s(v, &["ssl", "cipher", "name"]).and_then(|t| draft::clean(t, 128)),
             browser_trusted: None,
             certificate: (c != Certificate::default()).then_some(c),
         });
@@ -287,9 +288,9 @@ fn banner(map: &Map<String, Value>, tally: &mut Tally) -> Result<Vec<Service>, (
                 protocol_version: draft::clean(version, 256),
                 software_version: draft::clean(software, 256),
                 comments: draft::clean(comments, 256),
-                host_key_algorithm: s(&v, &["ssh", "type"]).and_then(|t| draft::clean(t, 256)),
-                host_key_fingerprint: s(&v, &["ssh", "key"]).and_then(ssh_key_sha256),
-                hassh: s(&v, &["ssh", "hassh"])
+                host_key_algorithm: s(v, &["ssh", "type"]).and_then(|t| draft::clean(t, 256)),
+                host_key_fingerprint: s(v, &["ssh", "key"]).and_then(ssh_key_sha256),
+                hassh: s(v, &["ssh", "hassh"])
                     .filter(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))
                     .map(str::to_lowercase),
             });
@@ -312,7 +313,7 @@ fn banner(map: &Map<String, Value>, tally: &mut Tally) -> Result<Vec<Service>, (
     if location.country_code.is_some() || location.latitude.is_some() || location.city.is_some() {
         out.host.location = Some(location);
     }
-    if let Some(asn) = s(&v, &["asn"])
+    if let Some(asn) = s(v, &["asn"])
         .and_then(|a| a.trim_start_matches("AS").parse::<u32>().ok())
         .filter(|a| *a > 0)
     {
@@ -324,7 +325,7 @@ fn banner(map: &Map<String, Value>, tally: &mut Tally) -> Result<Vec<Service>, (
             ..Asns::default()
         });
     }
-    let (org, isp) = (s(&v, &["org"]), s(&v, &["isp"]));
+    let (org, isp) = (s(v, &["org"]), s(v, &["isp"]));
     if org.is_some() || isp.is_some() {
         out.host.provider = Some(Provider {
             organization: org.and_then(|t| draft::clean(t, 256)),
@@ -344,7 +345,7 @@ fn banner(map: &Map<String, Value>, tally: &mut Tally) -> Result<Vec<Service>, (
             }
         }
     }
-    out.host.domain = s(&v, &["domains"])
+    out.host.domain = s(v, &["domains"])
         .and_then(|d| DomainName::parse(d).ok())
         .map(|d| d.to_string());
     Ok(vec![out])
