@@ -9,7 +9,7 @@
 //!   [`zgrab2`], [`shodan`], [`censys`];
 //! - [`services`]: the tables from each scanner's service names to registry tokens;
 //! - the shared pieces: CPE 2.2 to 2.3 ([`cpe`]), certificate and key fingerprints
-//!   ([`fingerprint`]), an XML record reader over quick-xml ([`xml`]), line counting
+//!   ([`fingerprint`]), the fields of a DER certificate ([`x509`]), an XML record reader over quick-xml ([`xml`]), line counting
 //!   ([`lines`]) and the observation lines importers write (`draft`).
 //!
 //! An importer yields [`Item`]s: a [`Record`] (the validated observations of one scanner
@@ -30,6 +30,7 @@ pub mod masscan;
 pub mod nmap;
 pub mod services;
 pub mod shodan;
+pub mod x509;
 pub mod xml;
 pub mod zgrab2;
 

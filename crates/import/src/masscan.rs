@@ -14,19 +14,23 @@
 //! only when the registry names exactly one token for it (443 → `https`; 8000 is `http` and
 //! `hikvision`, so it is reported). Banners fill evidence: `http` the status line and
 //! `Server` header (`complete` when a status line was read), `title` the HTTP title, `ssl`
-//! the certificate names Masscan lists after the cipher, `X509` the certificate's SHA-256 (of
-//! the base64 DER Masscan gives), `ssh` the identification string (`SSH-2.0-OpenSSH_9.6p1
+//! the certificate names Masscan lists after the cipher, `X509` (the base64 DER of the leaf)
+//! the certificate's SHA-256, subject CN and O, issuer CN and O, validity and DNS names
+//! ([`crate::x509`]), `ssh` the identification string (`SSH-2.0-OpenSSH_9.6p1
 //! Ubuntu` → protocol `2.0`, software `OpenSSH_9.6p1`, comments `Ubuntu`); on other protocols
 //! the banner text (first 256 characters) goes to the summary as `banner`.
 //!
 //! **Dropped, and counted.** Ports whose status is not `open` (`port closed`), ports with no
 //! protocol evidence and no single well-known token (by `port N/tcp`), banner names without a
-//! row (by name: `unknown`, `scripting`, …). Masscan's `reason`, `ttl` and the remaining
-//! certificate fields (the DER is not parsed) are not part of the format.
+//! row (by name: `unknown`, `scripting`, …). Masscan's `reason` and `ttl`, and the rest of
+//! the certificate, are not part of the format.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::BufRead;
 use std::net::IpAddr;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 
 use periscope_model::observation::ObservationReader;
 use periscope_model::{EvidenceKind, Timestamp};
@@ -218,6 +222,25 @@ fn service(key: Key, port: &Port, tally: &mut Tally) -> Result<Option<Service>, 
             ("x509", _) if token.entry().tls => {
                 if let Some(fp) = certificate_sha256_from_base64(text) {
                     certificate(&mut out).fingerprint_sha256 = Some(fp);
+                }
+                let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+                if let Some(fields) = STANDARD
+                    .decode(compact)
+                    .ok()
+                    .and_then(|der| crate::x509::read(&der))
+                {
+                    let c = certificate(&mut out);
+                    c.common_name = fields.subject_cn.and_then(|t| draft::clean(&t, 256));
+                    c.subject_organization = fields.subject_o.and_then(|t| draft::clean(&t, 256));
+                    c.issuer_common_name = fields.issuer_cn.and_then(|t| draft::clean(&t, 256));
+                    c.issuer_organization = fields.issuer_o.and_then(|t| draft::clean(&t, 256));
+                    c.valid_from = fields.not_before;
+                    c.valid_until = fields.not_after;
+                    for name in fields.dns_names.iter().filter_map(|n| san(n)) {
+                        if !c.subject_alt_names.contains(&name) && c.subject_alt_names.len() < 100 {
+                            c.subject_alt_names.push(name);
+                        }
+                    }
                 }
             }
             ("ssh", EvidenceKind::Ssh) => out.ssh = Some(ssh(text)),

@@ -150,14 +150,27 @@ fn masscan_json_merges_banners_and_rejects_bad_records_by_line() {
     );
     assert_eq!(https["http"]["server"], "nginx/1.24.0");
     assert_eq!(https["http"]["status_code"], 200);
+    // The `ssl` banner's names, then the `X509` certificate's (a leaf made with openssl).
+    let certificate = &https["tls"]["certificate"];
     assert_eq!(
-        https["tls"]["certificate"]["subject_alt_names"],
-        serde_json::json!(["www.corp.example", "corp.example"])
+        certificate["subject_alt_names"],
+        serde_json::json!([
+            "www.corp.example",
+            "corp.example",
+            "www.loopback-test.example",
+            "api.loopback-test.example"
+        ])
     );
     assert_eq!(
-        https["tls"]["certificate"]["fingerprint_sha256"],
-        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        certificate["fingerprint_sha256"],
+        "69a883d3a4dabb577929f7565ecee01f379a322c4856682380a2427444283bd0"
     );
+    assert_eq!(
+        certificate["subject_organization"],
+        "Northwind Loopback Ltd"
+    );
+    assert_eq!(certificate["issuer_common_name"], "Periscope Test Root");
+    assert_eq!(certificate["valid_until"], "2026-12-15T16:27:07Z");
     let ssh = find(&lines, 22);
     assert_eq!(ssh["ssh"]["software_version"], "OpenSSH_9.6p1");
     assert_eq!(
