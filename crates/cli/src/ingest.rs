@@ -67,9 +67,11 @@ const BAR_INTERVAL: Duration = Duration::from_millis(200);
     after_help = "Each batch is one durable transaction: once acknowledged it survives a \
     crash, and running the same command again completes an interrupted ingest (re-applying \
     an observation changes nothing). Rejected lines are reported in the summary and skipped; \
-    they do not fail the run. Exit status: 0 when every input was read to its end, 2 when the \
-    command could not run (an input or the store could not be read or written). See \
-    docs/ingest.md."
+    they do not fail the run. Scanner output (Nmap XML, Masscan, ZGrab2, Shodan, Censys) is \
+    read through its importer, the format told from the content unless --format names it; \
+    see docs/importers.md. Exit status: 0 when every input was read to its end, 2 when the \
+    command could not run (an input or the store could not be read or written, an input of \
+    which nothing could be read, a format that cannot be told). See docs/ingest.md."
 )]
 pub(crate) struct Args {
     /// Observation files (JSON Lines) or scanner output (Nmap XML, Masscan, ZGrab2, Shodan,
