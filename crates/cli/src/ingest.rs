@@ -41,6 +41,9 @@ use periscope_index::durable::{BatchSummary, DurableStore, StoreError, StoreStat
 use periscope_model::observation::{Observation, ScanStatus};
 use periscope_synth::{SynthConfig, SynthStats, write_dataset};
 
+use periscope_import::{Format, Item, Tally};
+
+use crate::convert::{ImportArgs, Prepare, nothing_read, resolve_format, write_not_mapped};
 use crate::ingest_socket::{FRAME_TARGET, ServerConnection};
 use crate::lines::{ObservationLines, Parsed, Rejection, open_input};
 use crate::synth::{group, now};
@@ -64,12 +67,15 @@ const BAR_INTERVAL: Duration = Duration::from_millis(200);
     after_help = "Each batch is one durable transaction: once acknowledged it survives a \
     crash, and running the same command again completes an interrupted ingest (re-applying \
     an observation changes nothing). Rejected lines are reported in the summary and skipped; \
-    they do not fail the run. Exit status: 0 when every input was read to its end, 2 when the \
-    command could not run (an input or the store could not be read or written). See \
-    docs/ingest.md."
+    they do not fail the run. Scanner output (Nmap XML, Masscan, ZGrab2, Shodan, Censys) is \
+    read through its importer, the format told from the content unless --format names it; \
+    see docs/importers.md. Exit status: 0 when every input was read to its end, 2 when the \
+    command could not run (an input or the store could not be read or written, an input of \
+    which nothing could be read, a format that cannot be told). See docs/ingest.md."
 )]
 pub(crate) struct Args {
-    /// Observation files (JSON Lines, optionally gzip-compressed); '-' reads standard input.
+    /// Observation files (JSON Lines) or scanner output (Nmap XML, Masscan, ZGrab2, Shodan,
+    /// Censys), optionally gzip-compressed; '-' reads standard input.
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
     /// Data directory, created when missing; the store is DIR/scan.redb.
@@ -87,6 +93,8 @@ pub(crate) struct Args {
     /// tests).
     #[arg(long, hide = true)]
     log_batches: bool,
+    #[command(flatten)]
+    import: ImportArgs,
 }
 
 /// Parses `--batch`: digits (`_` allowed), 1 to [`MAX_BATCH`].
@@ -133,11 +141,42 @@ struct ReadTally {
     shown: Vec<String>,
     /// Time spent waiting for the store thread to take a batch.
     waiting: Duration,
+    /// Inputs read through an importer (scanner output).
+    imported_files: u64,
+    /// What the importers did not map.
+    import: Tally,
+    /// The first rejection of the input being read.
+    first_of_input: Option<String>,
 }
 
 impl ReadTally {
     fn observations(&self) -> u64 {
         self.service + self.domain
+    }
+
+    fn count(&mut self, obs: &Observation) {
+        match obs {
+            Observation::Service(s) => {
+                self.service += 1;
+                self.failed_service += u64::from(s.status == ScanStatus::Failed);
+            }
+            Observation::Domain(_) => self.domain += 1,
+        }
+    }
+
+    /// Adds an importer's tally once its input is done; its records count as lines.
+    fn add_import(&mut self, import: &Tally) {
+        self.lines += import.records;
+        self.import.add(import);
+    }
+
+    /// Counts a rejected line or record, shown as `text`.
+    fn reject(&mut self, text: String) {
+        self.rejected += 1;
+        if self.shown.len() < SHOWN_REJECTIONS {
+            self.shown.push(text.clone());
+        }
+        self.first_of_input.get_or_insert(text);
     }
 }
 
@@ -206,7 +245,13 @@ type StoreResult = Result<(Target, StoreTally)>;
 
 /// Runs `periscope ingest`.
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
-    let report = ingest_paths(&args.data, &args.files, args.batch, args.log_batches)?;
+    let report = ingest_with(
+        &args.data,
+        &args.files,
+        args.batch,
+        args.log_batches,
+        &args.import,
+    )?;
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     report.write(&mut out)?;
@@ -224,7 +269,22 @@ pub(crate) fn ingest_paths(
     batch: usize,
     log_batches: bool,
 ) -> Result<IngestReport> {
+    ingest_with(data, files, batch, log_batches, &ImportArgs::jsonl())
+}
+
+/// [`ingest_paths`] over inputs in the formats `import` names (or detects): scanner output
+/// goes through the importers of `periscope-import`, observation lines through
+/// [`crate::lines`].
+pub(crate) fn ingest_with(
+    data: &Path,
+    files: &[PathBuf],
+    batch: usize,
+    log_batches: bool,
+    import: &ImportArgs,
+) -> Result<IngestReport> {
     let started = Instant::now();
+    // The importers' options are checked before anything is read.
+    let options = import.options()?;
     // Every file must be readable before the store is touched.
     let mut total_bytes = Some(0u64);
     for path in files {
@@ -285,7 +345,7 @@ pub(crate) fn ingest_paths(
     let reporter = Reporter::start(Arc::clone(&progress), total_bytes, started)?;
 
     let read = read_inputs(
-        files, &names, batch, remote, &progress, &batch_tx, &spare_rx,
+        files, &names, batch, remote, import, &options, &progress, &batch_tx, &spare_rx,
     );
     drop(batch_tx);
     let stored = store_thread
@@ -320,84 +380,171 @@ pub(crate) fn ingest_paths(
 /// Reads every input in order, sending full batches to the store thread and the last partial
 /// one at the end: parsed observations, or with `remote` their lines (a batch is then also
 /// sent once its lines reach [`FRAME_TARGET`] bytes). Stops early, without error, when the
-/// store thread has failed (its error is the one reported).
+/// store thread has failed (its error is the one reported). An input of which every line or
+/// record was rejected stops the run with one error ([`nothing_read`]).
+#[allow(clippy::too_many_arguments)]
 fn read_inputs(
     files: &[PathBuf],
     names: &[String],
     batch_size: usize,
     remote: bool,
+    import: &ImportArgs,
+    options: &periscope_import::Options,
     progress: &Progress,
     batches: &SyncSender<Batch>,
     spares: &Receiver<Batch>,
 ) -> Result<ReadTally> {
     let now = now();
     let mut tally = ReadTally::default();
-    let mut batch = Batch::with_capacity(if remote { 0 } else { batch_size });
+    let mut sink = Sink {
+        batch: Batch::with_capacity(if remote { 0 } else { batch_size }),
+        batch_size,
+        remote,
+        prepare: Prepare,
+        batches,
+        spares,
+    };
     for (index, (path, name)) in files.iter().zip(names).enumerate() {
-        let input = open_input(path, Arc::clone(&progress.bytes))?;
+        let mut input = open_input(path, Arc::clone(&progress.bytes))?;
         tally.gzip_files += u64::from(input.gzip);
-        let mut lines = ObservationLines::new(input.reader, now);
-        loop {
-            let parsed = match lines.next_line() {
-                Ok(Some(parsed)) => parsed,
-                Ok(None) => break,
-                Err(e) => {
-                    let what = if input.gzip {
-                        "reading (gzip)"
-                    } else {
-                        "reading"
-                    };
-                    return Err(e).with_context(|| format!("{what} {name}"));
-                }
-            };
-            tally.lines += 1;
-            progress.lines.store(tally.lines, Ordering::Relaxed);
-            match parsed {
-                Parsed::Blank => tally.blank += 1,
-                Parsed::Rejected(r) => {
-                    tally.rejected += 1;
-                    if tally.shown.len() < SHOWN_REJECTIONS {
-                        tally
-                            .shown
-                            .push(format!("{name}:line {}: {}: {}", r.line, r.field, r.reason));
+        let format = resolve_format(import.format, &mut input.reader, name)?;
+        let before = (tally.observations(), tally.rejected);
+        if format == Format::Jsonl {
+            let mut lines = ObservationLines::new(input.reader, now);
+            loop {
+                let parsed = match lines.next_line() {
+                    Ok(Some(parsed)) => parsed,
+                    Ok(None) => break,
+                    Err(e) => {
+                        let what = if input.gzip {
+                            "reading (gzip)"
+                        } else {
+                            "reading"
+                        };
+                        return Err(e).with_context(|| format!("{what} {name}"));
                     }
-                }
-                Parsed::Observation(obs) => {
-                    match &obs {
-                        Observation::Service(s) => {
-                            tally.service += 1;
-                            tally.failed_service += u64::from(s.status == ScanStatus::Failed);
-                        }
-                        Observation::Domain(_) => tally.domain += 1,
+                };
+                tally.lines += 1;
+                progress.lines.store(tally.lines, Ordering::Relaxed);
+                match parsed {
+                    Parsed::Blank => tally.blank += 1,
+                    Parsed::Rejected(r) => {
+                        tally.reject(format!("{name}:line {}: {}: {}", r.line, r.field, r.reason))
                     }
-                    if remote {
-                        batch.lines.extend_from_slice(lines.content());
-                        batch.lines.push(b'\n');
-                        batch.origins.push((index, lines.number()));
-                    } else {
-                        batch.observations.push(obs);
-                    }
-                    batch.len += 1;
-                    if batch.len >= batch_size || batch.lines.len() >= FRAME_TARGET {
-                        let next = spares.try_recv().unwrap_or_else(|_| {
-                            Batch::with_capacity(if remote { 0 } else { batch_size })
-                        });
-                        let full = std::mem::replace(&mut batch, next);
-                        if !send(batches, full, &mut tally.waiting) {
+                    Parsed::Observation(obs) => {
+                        tally.count(&obs);
+                        let origin = (index, lines.number());
+                        if !sink.push(obs, lines.content(), origin, &mut tally.waiting) {
                             return Ok(tally);
                         }
                     }
                 }
+                if progress.failed.load(Ordering::Relaxed) {
+                    return Ok(tally);
+                }
             }
-            if progress.failed.load(Ordering::Relaxed) {
-                return Ok(tally);
+        } else {
+            tally.imported_files += 1;
+            let mut importer = periscope_import::importer(format, input.reader, options)
+                .with_context(|| format!("cannot read {name} as {format}"))?;
+            loop {
+                let item = importer.next_item().with_context(|| {
+                    let gzip = if input.gzip { " (gzip)" } else { "" };
+                    format!("reading {name}{gzip} as {format}")
+                })?;
+                let Some(item) = item else { break };
+                // A scanner record counts as a line.
+                progress
+                    .lines
+                    .store(tally.lines + importer.tally().records, Ordering::Relaxed);
+                match item {
+                    Item::Rejected(r) => tally.reject(format!("{name}:{r}")),
+                    Item::Record(record) => {
+                        for imported in record.observations {
+                            tally.count(&imported.observation);
+                            let origin = (index, record.line);
+                            let line = imported.line.as_bytes();
+                            if !sink.push(imported.observation, line, origin, &mut tally.waiting) {
+                                tally.add_import(importer.tally());
+                                return Ok(tally);
+                            }
+                        }
+                    }
+                }
+                if progress.failed.load(Ordering::Relaxed) {
+                    tally.add_import(importer.tally());
+                    return Ok(tally);
+                }
             }
+            tally.add_import(importer.tally());
         }
+        let read = tally.observations() - before.0;
+        let rejected = tally.rejected - before.1;
+        if read == 0 && rejected > 0 {
+            let first = tally.first_of_input.take();
+            return Err(nothing_read(
+                name,
+                format,
+                import.format,
+                rejected,
+                first.as_deref(),
+            ));
+        }
+        tally.first_of_input = None;
     }
-    if batch.len > 0 {
-        send(batches, batch, &mut tally.waiting);
+    if sink.batch.len > 0 {
+        send(batches, sink.batch, &mut tally.waiting);
     }
     Ok(tally)
+}
+
+/// Where the reader puts observations: the batch being filled, sent when full.
+struct Sink<'a> {
+    batch: Batch,
+    batch_size: usize,
+    remote: bool,
+    prepare: Prepare,
+    batches: &'a SyncSender<Batch>,
+    spares: &'a Receiver<Batch>,
+}
+
+impl Sink<'_> {
+    /// Adds one observation (with its line, for a running server) read at `origin`; false when
+    /// the store thread is gone.
+    fn push(
+        &mut self,
+        mut obs: Observation,
+        line: &[u8],
+        origin: (usize, u64),
+        waiting: &mut Duration,
+    ) -> bool {
+        let changed = self.prepare.apply(&mut obs);
+        let batch = &mut self.batch;
+        if self.remote {
+            if changed {
+                batch
+                    .lines
+                    .extend_from_slice(periscope_import::write_observation(&obs).as_bytes());
+            } else {
+                batch.lines.extend_from_slice(line);
+            }
+            batch.lines.push(b'\n');
+            batch.origins.push(origin);
+        } else {
+            batch.observations.push(obs);
+        }
+        batch.len += 1;
+        if batch.len >= self.batch_size || batch.lines.len() >= FRAME_TARGET {
+            let (remote, size) = (self.remote, self.batch_size);
+            let next = self
+                .spares
+                .try_recv()
+                .unwrap_or_else(|_| Batch::with_capacity(if remote { 0 } else { size }));
+            let full = std::mem::replace(&mut self.batch, next);
+            return send(self.batches, full, waiting);
+        }
+        true
+    }
 }
 
 /// Hands a batch to the store thread, timing the wait; false when the store thread is gone.
@@ -675,6 +822,16 @@ impl IngestReport {
             group(self.rejected()),
             group(r.blank)
         )?;
+        if r.imported_files > 0 {
+            writeln!(
+                out,
+                "scanner records:   {} in {} file{} of scanner output (counted as lines above)",
+                group(r.import.records),
+                r.imported_files,
+                if r.imported_files == 1 { "" } else { "s" },
+            )?;
+            write_not_mapped(out, &r.import)?;
+        }
         writeln!(
             out,
             "observations:      {} ({} service, {} domain records), {} obs/s",

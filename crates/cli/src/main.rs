@@ -1,7 +1,7 @@
 //! The `periscope` binary: one executable whose subcommands drive the Periscope libraries.
 //!
 //! This file is glue: it parses the command line with clap and hands each subcommand to its
-//! module (`serve`, `admin`, `synth`, `ingest`, `validate`, `bench`; `config` is the
+//! module (`serve`, `admin`, `synth`, `ingest`, `convert`, `validate`, `bench`; `config` is the
 //! configuration `serve` and `admin` read, `lines` the line reader `ingest` and `validate`
 //! share), which does the work through library APIs. Exit codes: 0 success, 1 a
 //! check failed (`validate` rejected lines), 2 the command could not run (bad arguments,
@@ -10,6 +10,7 @@
 mod admin;
 mod bench;
 mod config;
+mod convert;
 mod ingest;
 mod ingest_socket;
 mod lines;
@@ -41,8 +42,11 @@ enum Command {
     Serve(serve::Args),
     /// Generate a deterministic synthetic internet in the observation format.
     Synth(synth::Args),
-    /// Read observation files (JSON Lines, optionally gzip) into the scan store.
+    /// Read observation files or scanner output (Nmap, Masscan, ZGrab2, Shodan, Censys;
+    /// optionally gzip) into the scan store.
     Ingest(ingest::Args),
+    /// Convert scanner output to observation JSON Lines, as ingest would read it.
+    Convert(convert::Args),
     /// Check observation files line by line, as ingest would read them.
     Validate(validate::Args),
     /// Measure parts of Periscope.
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Synth(args) => synth::run(&args),
         Command::Ingest(args) => ingest::run(&args),
+        Command::Convert(args) => convert::run(&args),
         Command::Validate(args) => validate::run(&args),
         Command::Bench(command) => bench::run(&command),
         Command::Admin(args) => admin::run(&args),
