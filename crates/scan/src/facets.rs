@@ -13,10 +13,10 @@ use crate::matching::{Conditions, HostView, satisfies, satisfies_all};
 use crate::store::StoredService;
 
 /// At most this many values per group.
-const MAX_VALUES: usize = 5;
+pub const MAX_VALUES: usize = 5;
 
 /// The CVSS severity bands, in tenths: `0.0-3.9`, `4.0-6.9`, `7.0-8.9`, `9.0-10.0`.
-const BANDS: [(u8, u8); 4] = [(0, 39), (40, 69), (70, 89), (90, 100)];
+pub const BANDS: [(u8, u8); 4] = [(0, 39), (40, 69), (70, 89), (90, 100)];
 
 /// One facet value, ordered as "value ascending" orders them: ports numerically, the rest by
 /// their text (protocol tokens and countries alphabetically, bands low to high, `no` before
