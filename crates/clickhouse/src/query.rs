@@ -1,0 +1,169 @@
+//! The SQL of "which hosts match", built from the typed query: a statement selecting the
+//! `addr` of every matching host once.
+//!
+//! The current services are `services` grouped by `(addr, port, protocol)` with each column
+//! taken by `argMax(…, (observed_at, rank))` among the rows inside the retention window (the
+//! newest row is current exactly when it is inside the window, so filtering first is the
+//! same rule). Service-level clauses must hold for one and the same current service (a
+//! `HAVING` on one group); port and protocol are group keys, so they filter rows before
+//! grouping. Host-level clauses and ASN queries test the current host facts (`facts` grouped
+//! by address) through `addr IN (…)`.
+
+use std::net::IpAddr;
+
+use periscope_model::{Timestamp, ip_order_key};
+use periscope_query::{Clause, Query};
+use periscope_scan::matching::words;
+
+use crate::rows::{FACT_ENRICHMENT, FACT_LOCATION, padded_words};
+use crate::sql;
+
+/// The newest-row order of every table.
+pub const NEWEST: &str = "(observed_at, rank)";
+
+/// A query this engine cannot answer yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported(pub &'static str);
+
+/// The pieces of one statement.
+pub struct Statement<'a> {
+    /// The database.
+    pub db: &'a str,
+    /// Services observed before this second are not current.
+    pub cutoff: i64,
+}
+
+impl Statement<'_> {
+    /// The retention cutoff at `now`.
+    pub fn cutoff(now: Timestamp, retention_secs: i64) -> i64 {
+        now.unix().saturating_sub(retention_secs)
+    }
+
+    /// `SELECT addr` of every host matching `query` whose key is greater than `after`.
+    pub fn matching(&self, query: &Query, after: Option<u128>) -> Result<String, Unsupported> {
+        let db = self.db;
+        let mut row_filters = vec![format!("observed_at >= {}", self.cutoff)];
+        let mut having: Vec<String> = Vec::new();
+        let mut host: Vec<String> = Vec::new();
+        let mut low = 0u128;
+        let mut high = u128::MAX;
+        match query {
+            Query::Ip(ip) => {
+                let k = ip_order_key(ip.to_canonical());
+                (low, high) = (k, k);
+            }
+            Query::Cidr(c) => {
+                low = ip_order_key(IpAddr::V4(c.network()));
+                high = ip_order_key(IpAddr::V4(c.last()));
+            }
+            Query::Asn(asn) => host.push(format!(
+                "addr IN (SELECT addr FROM {db}.facts WHERE fact = {FACT_ENRICHMENT} \
+                 GROUP BY addr HAVING has(argMax(asns, {NEWEST}), {}))",
+                asn.get()
+            )),
+            Query::Domain(_) => {
+                return Err(Unsupported("domain searches"));
+            }
+            Query::Filter(f) => {
+                for clause in f.clauses() {
+                    self.clause(clause, &mut row_filters, &mut having, &mut host);
+                }
+            }
+        }
+        if let Some(after) = after {
+            match after.checked_add(1) {
+                Some(next) => low = low.max(next),
+                None => row_filters.push("0".into()),
+            }
+        }
+        if low > 0 {
+            row_filters.push(format!("addr >= {}", sql::key(low)));
+        }
+        if high < u128::MAX {
+            row_filters.push(format!("addr <= {}", sql::key(high)));
+        }
+        let columns = "argMax(product_words, (observed_at, rank)) AS c_product_words, \
+                       argMax(cpe, (observed_at, rank)) AS c_cpe, \
+                       argMax(cves, (observed_at, rank)) AS c_cves, \
+                       argMax(max_cvss, (observed_at, rank)) AS c_max_cvss, \
+                       argMax(exploit, (observed_at, rank)) AS c_exploit, \
+                       argMax(cert_names, (observed_at, rank)) AS c_cert_names";
+        let having = if having.is_empty() {
+            String::new()
+        } else {
+            format!(" HAVING {}", having.join(" AND "))
+        };
+        let host = if host.is_empty() {
+            String::new()
+        } else {
+            format!(" HAVING {}", host.join(" AND "))
+        };
+        Ok(format!(
+            "SELECT addr FROM (SELECT addr, port, protocol, {columns} FROM {db}.services \
+             WHERE {} GROUP BY addr, port, protocol{having}) GROUP BY addr{host}",
+            row_filters.join(" AND ")
+        ))
+    }
+
+    fn clause(
+        &self,
+        clause: &Clause,
+        rows: &mut Vec<String>,
+        having: &mut Vec<String>,
+        host: &mut Vec<String>,
+    ) {
+        let db = self.db;
+        match clause {
+            Clause::Port(p) => rows.push(format!("port = {}", p.get())),
+            Clause::Protocol(t) => rows.push(format!("protocol = {}", sql::string(t.as_str()))),
+            Clause::Product(phrase) => {
+                let wanted = words(phrase.as_str());
+                if wanted.is_empty() {
+                    having.push("0".into());
+                }
+                for w in wanted {
+                    having.push(format!("has(c_product_words, {})", sql::string(&w)));
+                }
+            }
+            Clause::CertificateName(name) => {
+                having.push(format!("has(c_cert_names, {})", sql::string(name.as_str())))
+            }
+            Clause::Cpe(cpe) => having.push(format!(
+                "c_cpe = {}",
+                sql::string(&cpe.as_str().to_lowercase())
+            )),
+            Clause::Cve(id) => {
+                having.push(format!("has(c_cves, {})", sql::string(&id.to_string())))
+            }
+            Clause::Cvss(range) => having.push(format!(
+                "c_max_cvss >= {} AND c_max_cvss <= {}",
+                range.min().tenths(),
+                range.max().tenths()
+            )),
+            Clause::Exploit(flag) => having.push(format!("c_exploit = {}", u8::from(*flag))),
+            Clause::Country(cc) => host.push(format!(
+                "addr IN (SELECT addr FROM {db}.facts WHERE fact = {FACT_LOCATION} \
+                 GROUP BY addr HAVING argMax(country, {NEWEST}) = {})",
+                sql::string(&cc.to_string())
+            )),
+            Clause::Organization(phrase) => {
+                let wanted = words(phrase.as_str());
+                if wanted.is_empty() {
+                    host.push("0".into());
+                    return;
+                }
+                let pattern = sql::string(&padded_words(&wanted.join(" ")));
+                host.push(format!(
+                    "(addr IN (SELECT addr FROM {db}.facts WHERE fact = {FACT_ENRICHMENT} \
+                     GROUP BY addr HAVING arrayExists(x -> position(x, {pattern}) > 0, \
+                     argMax(orgs, {NEWEST}))) \
+                     OR addr IN (SELECT addr FROM (SELECT addr, \
+                     argMax(cert_orgs, {NEWEST}) AS c_orgs FROM {db}.services \
+                     WHERE observed_at >= {cutoff} GROUP BY addr, port, protocol) \
+                     WHERE arrayExists(x -> position(x, {pattern}) > 0, c_orgs)))",
+                    cutoff = self.cutoff
+                ));
+            }
+        }
+    }
+}
