@@ -96,11 +96,11 @@ impl Statement<'_> {
         let host = if host.is_empty() {
             String::new()
         } else {
-            format!(" HAVING {}", host.join(" AND "))
+            format!(" WHERE {}", host.join(" AND "))
         };
         Ok(format!(
             "SELECT addr FROM (SELECT addr, port, protocol, {columns} FROM {db}.services \
-             WHERE {} GROUP BY addr, port, protocol{having}) GROUP BY addr{host}",
+             WHERE {} GROUP BY addr, port, protocol{having}){host} GROUP BY addr",
             row_filters.join(" AND ")
         ))
     }

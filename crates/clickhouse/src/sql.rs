@@ -71,9 +71,9 @@ pub fn tsv_array<'a>(out: &mut String, items: impl IntoIterator<Item = &'a [u8]>
         if i > 0 {
             out.push(',');
         }
-        // Inside an array, elements are quoted and then the whole field is TSV-escaped.
-        let literal = bytes_literal(item);
-        tsv_field(out, literal.as_bytes());
+        // An array field is read in its quoted form; the literal holds no tab, newline or
+        // raw backslash, so it needs no TabSeparated escaping on top.
+        out.push_str(&bytes_literal(item));
     }
     out.push(']');
 }

@@ -1,0 +1,172 @@
+//! The ClickHouse engine against the reference engine, on real ClickHouse servers the test
+//! starts (see `support`): random observation lines and random queries from the embedded
+//! engine's generators (`crates/index/tests/generators`), written to ClickHouse in two
+//! batches and applied to a `ReferenceIndex`, must give equal answers for every `ScanIndex`
+//! method the engine implements — every page of every search, counts, every host-detail
+//! page, domain-scan lookups by name and by address. The methods it does not implement yet
+//! must say so (`Unavailable` naming them), never answer wrongly.
+//!
+//! Each case gets its own database, created by `schema::init` (run twice: it is idempotent)
+//! and dropped after. One server (a one-shard cluster), then two servers as two shards with
+//! hosts spread over both.
+
+#![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
+
+#[path = "../../index/tests/generators/mod.rs"]
+mod generators;
+mod support;
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use generators::*;
+use periscope_clickhouse::{ClickHouseIndex, schema};
+use periscope_index::api::{IndexError, ScanIndex};
+use periscope_index::{IndexConfig, ReferenceIndex};
+use periscope_model::DomainName;
+use periscope_query::{Query, Resolution};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use support::{CLUSTER, Cluster};
+
+fn config(max_host_only_results: u64) -> IndexConfig {
+    IndexConfig {
+        max_host_only_results,
+        ..IndexConfig::default()
+    }
+}
+
+/// A fresh database on every node of `cluster` with the schema, and the engine over it.
+fn fresh(cluster: &Cluster, config: IndexConfig) -> (ClickHouseIndex, String) {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let db = format!("case_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let nodes = cluster.clients();
+    schema::init(&nodes, &db, CLUSTER).unwrap();
+    schema::init(&nodes, &db, CLUSTER).unwrap();
+    let engine =
+        ClickHouseIndex::new(&cluster.urls()[0], &db, config, Duration::from_secs(30)).unwrap();
+    (engine, db)
+}
+
+fn drop_database(cluster: &Cluster, db: &str) {
+    for node in cluster.clients() {
+        node.execute(&format!("DROP DATABASE IF EXISTS {db}"))
+            .unwrap();
+    }
+}
+
+fn unsupported(
+    result: Result<impl std::fmt::Debug, IndexError>,
+    what: &str,
+) -> Result<(), TestCaseError> {
+    match result {
+        Err(IndexError::Unavailable(message)) if message.contains(what) => Ok(()),
+        other => Err(TestCaseError::fail(format!(
+            "{what}: expected the engine to say it does not answer it, got {other:?}"
+        ))),
+    }
+}
+
+/// Every implemented answer of `engine` equals the reference's.
+fn same_answers(
+    reference: &ReferenceIndex,
+    engine: &ClickHouseIndex,
+    queries: &[(Query, Vec<IpAddr>)],
+    limit: usize,
+) -> Result<(), TestCaseError> {
+    let at = now();
+    for (query, resolved) in queries {
+        if let Query::Domain(_) = query {
+            let req = periscope_index::api::SearchRequest {
+                query,
+                after: None,
+                limit,
+                resolved,
+                now: at,
+            };
+            unsupported(engine.search(&req), "domain searches")?;
+            continue;
+        }
+        same_search(at, reference, engine, query, resolved, None, limit)?;
+        prop_assert_eq!(
+            engine.count(query, at).unwrap(),
+            reference.count(query, at).unwrap(),
+            "count {}",
+            query
+        );
+        unsupported(engine.exposure(query, Resolution::Global, at), "exposure")?;
+        if let Some(filter) = query.as_filter() {
+            unsupported(engine.facets(filter, at), "facets")?;
+        }
+    }
+    for address in ADDRESSES.iter().map(|a| ip(a)).chain([ip("240.9.9.9")]) {
+        same_detail(at, reference, engine, address, limit)?;
+        prop_assert_eq!(
+            engine.domain_scans_of_address(address).unwrap(),
+            reference.domain_scans_of_address(address).unwrap(),
+            "domain scans listing {}",
+            address
+        );
+    }
+    for name in [
+        "example",
+        "a.example",
+        "b.example",
+        "www.a.example",
+        "c.example",
+    ] {
+        let name = DomainName::parse(name).unwrap();
+        prop_assert_eq!(
+            engine.domain_scans_of_name(&name).unwrap(),
+            reference.domain_scans_of_name(&name).unwrap(),
+            "domain scans of {}",
+            name
+        );
+    }
+    Ok(())
+}
+
+fn differential(shards: usize, cases: u32) {
+    let Some(cluster) = Cluster::start(shards) else {
+        return;
+    };
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let strategy = (
+        lines(),
+        0..8u64,
+        proptest::collection::vec(query(), 1..8),
+        1..4usize,
+        0..40usize,
+    );
+    runner
+        .run(&strategy, |(lines, max, queries, limit, split)| {
+            let observations = read(&lines);
+            let mut reference = ReferenceIndex::new(config(max));
+            for obs in &observations {
+                reference.apply(obs);
+            }
+            let (engine, db) = fresh(&cluster, config(max));
+            let split = split.min(observations.len());
+            engine.insert(&observations[..split]).unwrap();
+            engine.insert(&observations[split..]).unwrap();
+            let outcome = same_answers(&reference, &engine, &queries, limit);
+            drop_database(&cluster, &db);
+            outcome
+        })
+        .unwrap();
+}
+
+#[test]
+fn one_server_answers_as_the_reference() {
+    differential(1, 48);
+}
+
+#[test]
+fn two_shards_answer_as_the_reference() {
+    differential(2, 24);
+}
