@@ -8,7 +8,7 @@
 //! per-host code of `periscope-scan` (matching evidence, rendering, host-detail pages)
 //! answers from those records. So what is said about a host is the reference's own code,
 //! and SQL only has to get the set and the order right. Every call is a fixed number of
-//! statements (at most five), never one per host.
+//! statements (at most six), never one per host.
 //!
 //! - [`client`]: the HTTP client (TabSeparated in and out).
 //! - [`schema`]: the versioned tables (local + Distributed, sharded by address) and
@@ -17,9 +17,9 @@
 //! - [`query`]: the matching SQL.
 //! - [`sql`]: literals, keys, identifiers and TabSeparated escaping.
 //!
-//! Implemented: `search` (IP, CIDR, ASN and filter queries of every clause), `count`,
-//! `host_detail`, `domain_scans_of_name`, `domain_scans_of_address`. Not yet: `facets`,
-//! `exposure` and domain searches answer `IndexError::Unavailable` naming what is missing.
+//! Implemented: `search` (every query kind: IP, CIDR, ASN, domain, filters of every clause),
+//! `count`, `host_detail`, `domain_scans_of_name`, `domain_scans_of_address`. Not yet:
+//! `facets` and `exposure` answer `IndexError::Unavailable` naming what is missing.
 //!
 //! **Boundary:** SQL in the subset ClickHouse 18.16 and current releases both accept.
 
@@ -152,7 +152,7 @@ impl ClickHouseIndex {
     }
 
     fn count_of(&self, query: &Query, now: Timestamp) -> Result<u64, IndexError> {
-        let matching = self.statement(now).matching(query, None)?;
+        let matching = self.statement(now).matching(query, &[], None)?;
         let answer = self.client.execute(&format!(
             "SELECT count() FROM ({matching}) FORMAT TabSeparated"
         ))?;
@@ -227,6 +227,16 @@ impl ClickHouseIndex {
         Ok(scans)
     }
 
+    /// The current domain-scan records of `name` and its subdomains.
+    fn scans_of_name(&self, name: &DomainName) -> Result<DomainScans, IndexError> {
+        let n = name.as_str();
+        self.domain_scans_where(&format!(
+            "name = {} OR endsWith(name, {})",
+            sql::string(n),
+            sql::string(&format!(".{n}"))
+        ))
+    }
+
     /// The current domain-scan records listing any of `ips`.
     fn listing_any(&self, ips: &[IpAddr]) -> Result<DomainScans, IndexError> {
         if ips.is_empty() {
@@ -251,7 +261,9 @@ impl ScanIndex for ClickHouseIndex {
         }
         let limit = req.limit.max(1);
         let after = req.after.map(|a| ip_order_key(a.to_canonical()));
-        let matching = self.statement(req.now).matching(req.query, after)?;
+        let matching = self
+            .statement(req.now)
+            .matching(req.query, req.resolved, after)?;
         let rows = self.client.rows(&format!(
             "SELECT hex(addr) FROM ({matching}) ORDER BY addr LIMIT {} FORMAT TabSeparated",
             limit + 1
@@ -264,7 +276,12 @@ impl ScanIndex for ClickHouseIndex {
         keys.truncate(limit);
         let records = self.records_of(&keys, req.now)?;
         let ips: Vec<IpAddr> = records.values().map(|r| r.ip).collect();
-        let domains = self.listing_any(&ips)?;
+        let mut domains = self.listing_any(&ips)?;
+        if let Query::Domain(name) = req.query {
+            for scan in self.scans_of_name(name)?.by_name.into_values() {
+                domains.apply(scan);
+            }
+        }
         let matcher = Matcher::new(req.query, req.resolved, &domains);
         let mut hosts = Vec::with_capacity(keys.len());
         for key in &keys {
@@ -304,12 +321,7 @@ impl ScanIndex for ClickHouseIndex {
     }
 
     fn domain_scans_of_name(&self, name: &DomainName) -> Result<Vec<DomainScan>, IndexError> {
-        let n = name.as_str();
-        let scans = self.domain_scans_where(&format!(
-            "name = {} OR endsWith(name, {})",
-            sql::string(n),
-            sql::string(&format!(".{n}"))
-        ))?;
+        let scans = self.scans_of_name(name)?;
         Ok(scans.of_name(name).cloned().collect())
     }
 

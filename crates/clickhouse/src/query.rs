@@ -11,11 +11,11 @@
 
 use std::net::IpAddr;
 
-use periscope_model::{Timestamp, ip_order_key};
+use periscope_model::{DomainName, Timestamp, ip_order_key};
 use periscope_query::{Clause, Query};
 use periscope_scan::matching::words;
 
-use crate::rows::{FACT_ENRICHMENT, FACT_LOCATION, padded_words};
+use crate::rows::{FACT_ENRICHMENT, FACT_LOCATION, FACT_REVERSE_DNS, padded_words};
 use crate::sql;
 
 /// The newest-row order of every table.
@@ -39,8 +39,14 @@ impl Statement<'_> {
         now.unix().saturating_sub(retention_secs)
     }
 
-    /// `SELECT addr` of every host matching `query` whose key is greater than `after`.
-    pub fn matching(&self, query: &Query, after: Option<u128>) -> Result<String, Unsupported> {
+    /// `SELECT addr` of every host matching `query` whose key is greater than `after`;
+    /// `resolved` are a domain search's DNS answers.
+    pub fn matching(
+        &self,
+        query: &Query,
+        resolved: &[IpAddr],
+        after: Option<u128>,
+    ) -> Result<String, Unsupported> {
         let db = self.db;
         let mut row_filters = vec![format!("observed_at >= {}", self.cutoff)];
         let mut having: Vec<String> = Vec::new();
@@ -61,9 +67,7 @@ impl Statement<'_> {
                  GROUP BY addr HAVING has(argMax(asns, {NEWEST}), {}))",
                 asn.get()
             )),
-            Query::Domain(_) => {
-                return Err(Unsupported("domain searches"));
-            }
+            Query::Domain(name) => host.push(self.domain(name, resolved)),
             Query::Filter(f) => {
                 for clause in f.clauses() {
                     self.clause(clause, &mut row_filters, &mut having, &mut host);
@@ -103,6 +107,34 @@ impl Statement<'_> {
              WHERE {} GROUP BY addr, port, protocol{having}){host} GROUP BY addr",
             row_filters.join(" AND ")
         ))
+    }
+
+    /// A host matches a domain search when DNS resolved the name to it, its stored domain,
+    /// DNS name or (IPv4) reverse-DNS name is the name or under it, or a current
+    /// domain-scan record of the name or a subdomain lists it.
+    fn domain(&self, name: &DomainName, resolved: &[IpAddr]) -> String {
+        let db = self.db;
+        let exact = sql::string(name.as_str());
+        let under = sql::string(&format!(".{}", name.as_str()));
+        let mut sources = Vec::new();
+        if !resolved.is_empty() {
+            let keys: Vec<String> = resolved
+                .iter()
+                .map(|ip| sql::key(ip_order_key(ip.to_canonical())))
+                .collect();
+            sources.push(format!("addr IN ({})", keys.join(", ")));
+        }
+        sources.push(format!(
+            "addr IN (SELECT addr FROM {db}.facts WHERE fact IN ({FACT_ENRICHMENT}, \
+             {FACT_REVERSE_DNS}) GROUP BY addr, fact HAVING arrayExists(n -> n = {exact} \
+             OR endsWith(n, {under}), argMax(names, {NEWEST})))"
+        ));
+        sources.push(format!(
+            "addr IN (SELECT arrayJoin(c_addrs) FROM (SELECT argMax(addrs, {NEWEST}) AS c_addrs \
+             FROM {db}.domain_scans WHERE name = {exact} OR endsWith(name, {under}) \
+             GROUP BY name))"
+        ));
+        format!("({})", sources.join(" OR "))
     }
 
     fn clause(

@@ -115,6 +115,11 @@ impl Rows {
                 );
             }
             let orgs: Vec<String> = orgs.into_iter().map(|o| padded_words(o)).collect();
+            let names: Vec<String> = [&e.domain, &e.dns_name]
+                .into_iter()
+                .flatten()
+                .map(|n| n.as_str().to_owned())
+                .collect();
             let record = record_with(ip, |r| r.enrichment = Some((e.clone(), *at)));
             self.fact(
                 &key,
@@ -124,6 +129,7 @@ impl Rows {
                 "",
                 &asns,
                 &orgs,
+                &names,
                 &record,
             );
         }
@@ -139,17 +145,34 @@ impl Rows {
                 &country,
                 &[],
                 &[],
+                &[],
                 &record,
             );
         }
         if let Some((p, at)) = &rec.position {
             let record = record_with(ip, |r| r.position = Some((*p, *at)));
             let rank = tie::position(p);
-            self.fact(&key, FACT_POSITION, at.unix(), &rank, "", &[], &[], &record);
+            self.fact(
+                &key,
+                FACT_POSITION,
+                at.unix(),
+                &rank,
+                "",
+                &[],
+                &[],
+                &[],
+                &record,
+            );
         }
         if let Some((names, at)) = &rec.reverse_dns {
             let record = record_with(ip, |r| r.reverse_dns = Some((names.clone(), *at)));
             let rank = tie::names(names);
+            // Reverse DNS is evidence of IPv4 hosts only.
+            let shown: Vec<String> = if ip.is_ipv4() {
+                names.iter().map(|n| n.as_str().to_owned()).collect()
+            } else {
+                Vec::new()
+            };
             self.fact(
                 &key,
                 FACT_REVERSE_DNS,
@@ -158,6 +181,7 @@ impl Rows {
                 "",
                 &[],
                 &[],
+                &shown,
                 &record,
             );
         }
@@ -173,6 +197,7 @@ impl Rows {
         country: &str,
         asns: &[String],
         orgs: &[String],
+        names: &[String],
         record: &str,
     ) {
         let out = &mut self.facts;
@@ -184,6 +209,8 @@ impl Rows {
         out.push_str(&asns.join(","));
         out.push_str("]\t");
         sql::tsv_array(out, orgs.iter().map(|o| o.as_bytes()));
+        out.push('\t');
+        sql::tsv_array(out, names.iter().map(|n| n.as_bytes()));
         out.push('\t');
         out.push_str(record);
         out.push('\n');
@@ -266,7 +293,11 @@ impl Rows {
             d.observed_at.unix(),
             sql::hex(&encoded)
         ));
-        let keys: Vec<[u8; 16]> = d.addresses.iter().map(|a| key_bytes(*a)).collect();
+        let keys: Vec<[u8; 16]> = d
+            .addresses
+            .iter()
+            .map(|a| key_bytes(a.to_canonical()))
+            .collect();
         sql::tsv_array(out, keys.iter().map(|k| k.as_slice()));
         out.push('\t');
         out.push_str(&sql::hex(&encoded));

@@ -9,7 +9,9 @@
 //!   a plain MergeTree never collapses rows, so every answer is the same before and after
 //!   background merges.
 //! - `facts_local`: one row per host fact a counting observation carries (`fact` 1 enrichment,
-//!   2 location, 3 position, 4 reverse DNS), each with its own `(observed_at, rank)`.
+//!   2 location, 3 position, 4 reverse DNS), each with its own `(observed_at, rank)`;
+//!   `country` (location), `asns`, `orgs` (the organization sources' words) and `names`
+//!   (stored domain and DNS name; reverse-DNS names of IPv4 hosts) are what queries test.
 //! - `domain_scans_local`: one row per domain-scan observation; the current record of a name
 //!   is the greatest `(observed_at, rank)`.
 //!
@@ -77,7 +79,8 @@ pub fn statements(database: &str, cluster: &str) -> Vec<String> {
         local(
             "facts",
             "addr FixedString(16), fact UInt8, observed_at Int64, rank String, \
-             country String, asns Array(UInt32), orgs Array(String), record String",
+             country String, asns Array(UInt32), orgs Array(String), names Array(String), \
+             record String",
             "(addr, fact)",
         ),
         local(
