@@ -17,7 +17,7 @@ mod generators;
 mod support;
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use generators::*;
@@ -129,6 +129,7 @@ fn differential(shards: usize, cases: u32) {
         failure_persistence: None,
         ..Config::default()
     });
+    let spread = AtomicBool::new(false);
     let strategy = (
         lines(),
         0..8u64,
@@ -148,10 +149,23 @@ fn differential(shards: usize, cases: u32) {
             engine.insert(&observations[..split]).unwrap();
             engine.insert(&observations[split..]).unwrap();
             let outcome = same_answers(&reference, &engine, &queries, limit);
+            let on_every_shard = cluster.clients().iter().all(|node| {
+                let n = node
+                    .execute(&format!("SELECT count() FROM {db}.services_local"))
+                    .unwrap();
+                n.trim() != "0"
+            });
+            if on_every_shard {
+                spread.store(true, Ordering::Relaxed);
+            }
             drop_database(&cluster, &db);
             outcome
         })
         .unwrap();
+    assert!(
+        spread.load(Ordering::Relaxed),
+        "no case had services on every one of the {shards} shards"
+    );
 }
 
 #[test]
