@@ -25,6 +25,20 @@ pub const NEWEST: &str = "(observed_at, rank)";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unsupported(pub &'static str);
 
+/// What a query names besides its clauses.
+pub enum Target<'a> {
+    /// Clauses only.
+    Clauses,
+    /// One host-order key.
+    Ip(u128),
+    /// An inclusive range of keys.
+    Range(u128, u128),
+    /// An ASN.
+    Asn(u32),
+    /// A domain name and the addresses DNS resolved it to.
+    Domain(&'a DomainName, &'a [IpAddr]),
+}
+
 /// The pieces of one statement.
 pub struct Statement<'a> {
     /// The database.
@@ -47,32 +61,43 @@ impl Statement<'_> {
         resolved: &[IpAddr],
         after: Option<u128>,
     ) -> Result<String, Unsupported> {
+        let (services, host) = self.current_services(query, resolved, after);
+        Ok(format!("SELECT addr FROM ({services}){host} GROUP BY addr"))
+    }
+
+    /// `SELECT addr` of every host matching all of `clauses` (every current host for none).
+    pub fn matching_clauses(&self, clauses: &[Clause]) -> String {
+        let (services, host) = self.services_of(clauses, &Target::Clauses, None);
+        format!("SELECT addr FROM ({services}){host} GROUP BY addr")
+    }
+
+    /// The current services (one row per `(addr, port, protocol)` with its `c_…` columns)
+    /// satisfying every service-level clause of `clauses`, and the ` WHERE …` (or nothing)
+    /// that keeps those of hosts satisfying its host-level clauses.
+    pub fn services_of(
+        &self,
+        clauses: &[Clause],
+        target: &Target<'_>,
+        after: Option<u128>,
+    ) -> (String, String) {
         let db = self.db;
         let mut row_filters = vec![format!("observed_at >= {}", self.cutoff)];
         let mut having: Vec<String> = Vec::new();
         let mut host: Vec<String> = Vec::new();
         let mut low = 0u128;
         let mut high = u128::MAX;
-        match query {
-            Query::Ip(ip) => {
-                let k = ip_order_key(ip.to_canonical());
-                (low, high) = (k, k);
-            }
-            Query::Cidr(c) => {
-                low = ip_order_key(IpAddr::V4(c.network()));
-                high = ip_order_key(IpAddr::V4(c.last()));
-            }
-            Query::Asn(asn) => host.push(format!(
+        match target {
+            Target::Clauses => {}
+            Target::Ip(k) => (low, high) = (*k, *k),
+            Target::Range(l, h) => (low, high) = (*l, *h),
+            Target::Asn(asn) => host.push(format!(
                 "addr IN (SELECT addr FROM {db}.facts WHERE fact = {FACT_ENRICHMENT} \
-                 GROUP BY addr HAVING has(argMax(asns, {NEWEST}), {}))",
-                asn.get()
+                 GROUP BY addr HAVING has(argMax(asns, {NEWEST}), {asn}))"
             )),
-            Query::Domain(name) => host.push(self.domain(name, resolved)),
-            Query::Filter(f) => {
-                for clause in f.clauses() {
-                    self.clause(clause, &mut row_filters, &mut having, &mut host);
-                }
-            }
+            Target::Domain(name, resolved) => host.push(self.domain(name, resolved)),
+        }
+        for clause in clauses {
+            self.clause(clause, &mut row_filters, &mut having, &mut host);
         }
         if let Some(after) = after {
             match after.checked_add(1) {
@@ -87,6 +112,8 @@ impl Statement<'_> {
             row_filters.push(format!("addr <= {}", sql::key(high)));
         }
         let columns = "argMax(product_words, (observed_at, rank)) AS c_product_words, \
+                       argMax(product_title, (observed_at, rank)) AS c_product_title, \
+                       argMax(has_product, (observed_at, rank)) AS c_has_product, \
                        argMax(cpe, (observed_at, rank)) AS c_cpe, \
                        argMax(cves, (observed_at, rank)) AS c_cves, \
                        argMax(max_cvss, (observed_at, rank)) AS c_max_cvss, \
@@ -102,11 +129,36 @@ impl Statement<'_> {
         } else {
             format!(" WHERE {}", host.join(" AND "))
         };
-        Ok(format!(
-            "SELECT addr FROM (SELECT addr, port, protocol, {columns} FROM {db}.services \
-             WHERE {} GROUP BY addr, port, protocol{having}){host} GROUP BY addr",
-            row_filters.join(" AND ")
-        ))
+        (
+            format!(
+                "SELECT addr, port, protocol, {columns} FROM {db}.services \
+                 WHERE {} GROUP BY addr, port, protocol{having}",
+                row_filters.join(" AND ")
+            ),
+            host,
+        )
+    }
+
+    fn current_services(
+        &self,
+        query: &Query,
+        resolved: &[IpAddr],
+        after: Option<u128>,
+    ) -> (String, String) {
+        match query {
+            Query::Ip(ip) => {
+                let k = ip_order_key(ip.to_canonical());
+                self.services_of(&[], &Target::Ip(k), after)
+            }
+            Query::Cidr(c) => {
+                let low = ip_order_key(IpAddr::V4(c.network()));
+                let high = ip_order_key(IpAddr::V4(c.last()));
+                self.services_of(&[], &Target::Range(low, high), after)
+            }
+            Query::Asn(asn) => self.services_of(&[], &Target::Asn(asn.get()), after),
+            Query::Domain(name) => self.services_of(&[], &Target::Domain(name, resolved), after),
+            Query::Filter(f) => self.services_of(f.clauses(), &Target::Clauses, after),
+        }
     }
 
     /// A host matches a domain search when DNS resolved the name to it, its stored domain,

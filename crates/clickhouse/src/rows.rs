@@ -272,6 +272,8 @@ impl Rows {
         ));
         sql::tsv_array(out, product_words.iter().map(|w| w.as_bytes()));
         out.push('\t');
+        sql::tsv_field(out, product.map_or(&b""[..], |p| p.title.as_bytes()));
+        out.push_str(if product.is_some() { "\t1\t" } else { "\t0\t" });
         sql::tsv_field(out, cpe.as_bytes());
         out.push('\t');
         sql::tsv_array(out, cves.iter().map(|c| c.as_bytes()));

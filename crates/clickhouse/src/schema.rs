@@ -71,7 +71,8 @@ pub fn statements(database: &str, cluster: &str) -> Vec<String> {
         local(
             "services",
             "addr FixedString(16), port UInt16, protocol String, observed_at Int64, \
-             rank String, product_words Array(String), cpe String, cves Array(String), \
+             rank String, product_words Array(String), product_title String, \
+             has_product UInt8, cpe String, cves Array(String), \
              max_cvss Int16, exploit Int8, cert_names Array(String), \
              cert_orgs Array(String), record String",
             "(addr, port, protocol)",
