@@ -8,7 +8,7 @@
 //! per-host code of `periscope-scan` (matching evidence, rendering, host-detail pages)
 //! answers from those records. So what is said about a host is the reference's own code,
 //! and SQL only has to get the set and the order right. Every call is a fixed number of
-//! statements (at most six), never one per host.
+//! statements (at most six for a search, twelve for facets), never one per host.
 //!
 //! - [`client`]: the HTTP client (TabSeparated in and out).
 //! - [`schema`]: the versioned tables (local + Distributed, sharded by address) and
@@ -18,12 +18,15 @@
 //! - [`sql`]: literals, keys, identifiers and TabSeparated escaping.
 //!
 //! Implemented: `search` (every query kind: IP, CIDR, ASN, domain, filters of every clause),
-//! `count`, `host_detail`, `domain_scans_of_name`, `domain_scans_of_address`. Not yet:
-//! `facets` and `exposure` answer `IndexError::Unavailable` naming what is missing.
+//! `count`, `facets` ([`facets`], twelve statements), `host_detail`, `domain_scans_of_name`,
+//! `domain_scans_of_address`. Not yet: `exposure` answers `IndexError::Unavailable` naming
+//! it (the reference sums bucket centroids in host order in `f64`, which a parallel SQL sum
+//! does not reproduce bit for bit; see the crate's notes in ARCHITECTURE.md).
 //!
 //! **Boundary:** SQL in the subset ClickHouse 18.16 and current releases both accept.
 
 pub mod client;
+pub mod facets;
 pub mod query;
 pub mod rows;
 pub mod schema;
@@ -307,8 +310,8 @@ impl ScanIndex for ClickHouseIndex {
         Ok(Count::exact(self.count_of(query, now)?))
     }
 
-    fn facets(&self, _query: &FilterQuery, _now: Timestamp) -> Result<Facets, IndexError> {
-        Err(Unsupported("facets").into())
+    fn facets(&self, query: &FilterQuery, now: Timestamp) -> Result<Facets, IndexError> {
+        facets::facets(&self.client, &self.statement(now), query)
     }
 
     fn exposure(

@@ -90,7 +90,12 @@ fn same_answers(
         );
         unsupported(engine.exposure(query, Resolution::Global, at), "exposure")?;
         if let Some(filter) = query.as_filter() {
-            unsupported(engine.facets(filter, at), "facets")?;
+            prop_assert_eq!(
+                engine.facets(filter, at).unwrap(),
+                reference.facets(filter, at).unwrap(),
+                "facets {}",
+                query
+            );
         }
     }
     for address in ADDRESSES.iter().map(|a| ip(a)).chain([ip("240.9.9.9")]) {
