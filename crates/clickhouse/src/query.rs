@@ -21,10 +21,6 @@ use crate::sql;
 /// The newest-row order of every table.
 pub const NEWEST: &str = "(observed_at, rank)";
 
-/// A query this engine cannot answer yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unsupported(pub &'static str);
-
 /// What a query names besides its clauses.
 pub enum Target<'a> {
     /// Clauses only.
@@ -55,14 +51,9 @@ impl Statement<'_> {
 
     /// `SELECT addr` of every host matching `query` whose key is greater than `after`;
     /// `resolved` are a domain search's DNS answers.
-    pub fn matching(
-        &self,
-        query: &Query,
-        resolved: &[IpAddr],
-        after: Option<u128>,
-    ) -> Result<String, Unsupported> {
+    pub fn matching(&self, query: &Query, resolved: &[IpAddr], after: Option<u128>) -> String {
         let (services, host) = self.current_services(query, resolved, after);
-        Ok(format!("SELECT addr FROM ({services}){host} GROUP BY addr"))
+        format!("SELECT addr FROM ({services}){host} GROUP BY addr")
     }
 
     /// `SELECT addr` of every host matching all of `clauses` (every current host for none).
@@ -139,7 +130,8 @@ impl Statement<'_> {
         )
     }
 
-    fn current_services(
+    /// The current services of the hosts matching `query` (see [`Self::services_of`]).
+    pub fn current_services(
         &self,
         query: &Query,
         resolved: &[IpAddr],

@@ -11,11 +11,18 @@ use std::net::IpAddr;
 
 use periscope_model::ip_order_key;
 use periscope_model::observation::{DomainScan, Observation, ScanStatus};
+use periscope_model::record::Position;
+use periscope_query::Resolution;
 use periscope_scan::codec::{self, tie};
+use periscope_scan::exposure::tile_of;
 use periscope_scan::matching::{comparable_name, words};
 use periscope_scan::store::{HostRecord, StoredService};
 
 use crate::sql;
+
+/// The resolutions whose tiles a position row holds, in `tiles` order.
+pub const RESOLUTIONS: [Resolution; 3] =
+    [Resolution::Global, Resolution::Regional, Resolution::Local];
 
 /// `fact` of the enrichment row.
 pub const FACT_ENRICHMENT: u8 = 1;
@@ -130,6 +137,7 @@ impl Rows {
                 &asns,
                 &orgs,
                 &names,
+                None,
                 &record,
             );
         }
@@ -146,6 +154,7 @@ impl Rows {
                 &[],
                 &[],
                 &[],
+                None,
                 &record,
             );
         }
@@ -161,6 +170,7 @@ impl Rows {
                 &[],
                 &[],
                 &[],
+                Some(p),
                 &record,
             );
         }
@@ -182,6 +192,7 @@ impl Rows {
                 &[],
                 &[],
                 &shown,
+                None,
                 &record,
             );
         }
@@ -198,6 +209,7 @@ impl Rows {
         asns: &[String],
         orgs: &[String],
         names: &[String],
+        position: Option<&Position>,
         record: &str,
     ) {
         let out = &mut self.facts;
@@ -211,6 +223,24 @@ impl Rows {
         sql::tsv_array(out, orgs.iter().map(|o| o.as_bytes()));
         out.push('\t');
         sql::tsv_array(out, names.iter().map(|n| n.as_bytes()));
+        out.push('\t');
+        let (lat, lon) = position.map_or((0.0, 0.0), |p| (p.latitude, p.longitude));
+        sql::tsv_field(out, &lat.to_le_bytes());
+        out.push('\t');
+        sql::tsv_field(out, &lon.to_le_bytes());
+        out.push('\t');
+        let tiles: Vec<String> = position
+            .map(|p| {
+                RESOLUTIONS
+                    .iter()
+                    .map(|r| {
+                        let (x, y) = tile_of(p.latitude, p.longitude, r.geotile_precision());
+                        format!("{x}/{y}")
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        sql::tsv_array(out, tiles.iter().map(|t| t.as_bytes()));
         out.push('\t');
         out.push_str(record);
         out.push('\n');

@@ -11,7 +11,10 @@
 //! - `facts_local`: one row per host fact a counting observation carries (`fact` 1 enrichment,
 //!   2 location, 3 position, 4 reverse DNS), each with its own `(observed_at, rank)`;
 //!   `country` (location), `asns`, `orgs` (the organization sources' words) and `names`
-//!   (stored domain and DNS name; reverse-DNS names of IPv4 hosts) are what queries test.
+//!   (stored domain and DNS name; reverse-DNS names of IPv4 hosts) are what queries test;
+//!   a position row holds its latitude and longitude as the 8 little-endian bytes of the
+//!   `f64` (so no decimal round trip can change them) and its web-mercator tile `x/y` at
+//!   each resolution's precision, computed by the shared `tile_of`.
 //! - `domain_scans_local`: one row per domain-scan observation; the current record of a name
 //!   is the greatest `(observed_at, rank)`.
 //!
@@ -81,7 +84,7 @@ pub fn statements(database: &str, cluster: &str) -> Vec<String> {
             "facts",
             "addr FixedString(16), fact UInt8, observed_at Int64, rank String, \
              country String, asns Array(UInt32), orgs Array(String), names Array(String), \
-             record String",
+             lat FixedString(8), lon FixedString(8), tiles Array(String), record String",
             "(addr, fact)",
         ),
         local(

@@ -3,8 +3,8 @@
 //! engine's generators (`crates/index/tests/generators`), written to ClickHouse in two
 //! batches and applied to a `ReferenceIndex`, must give equal answers for every `ScanIndex`
 //! method the engine implements — every page of every search, counts, every host-detail
-//! page, domain-scan lookups by name and by address. The methods it does not implement yet
-//! must say so (`Unavailable` naming them), never answer wrongly.
+//! page, facets, exposure at the three resolutions, domain-scan lookups by name and by
+//! address.
 //!
 //! Each case gets its own database, created by `schema::init` (run twice: it is idempotent)
 //! and dropped after. One server (a one-shard cluster), then two servers as two shards with
@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use generators::*;
 use periscope_clickhouse::{ClickHouseIndex, schema};
-use periscope_index::api::{IndexError, ScanIndex};
+use periscope_index::api::ScanIndex;
 use periscope_index::{IndexConfig, ReferenceIndex};
 use periscope_model::DomainName;
 use periscope_query::{Query, Resolution};
@@ -56,18 +56,6 @@ fn drop_database(cluster: &Cluster, db: &str) {
     }
 }
 
-fn unsupported(
-    result: Result<impl std::fmt::Debug, IndexError>,
-    what: &str,
-) -> Result<(), TestCaseError> {
-    match result {
-        Err(IndexError::Unavailable(message)) if message.contains(what) => Ok(()),
-        other => Err(TestCaseError::fail(format!(
-            "{what}: expected the engine to say it does not answer it, got {other:?}"
-        ))),
-    }
-}
-
 /// Every implemented answer of `engine` equals the reference's.
 fn same_answers(
     reference: &ReferenceIndex,
@@ -88,7 +76,15 @@ fn same_answers(
             "count {}",
             query
         );
-        unsupported(engine.exposure(query, Resolution::Global, at), "exposure")?;
+        for resolution in [Resolution::Global, Resolution::Regional, Resolution::Local] {
+            prop_assert_eq!(
+                engine.exposure(query, resolution, at).unwrap(),
+                reference.exposure(query, resolution, at).unwrap(),
+                "exposure {} {:?}",
+                query,
+                resolution
+            );
+        }
         if let Some(filter) = query.as_filter() {
             prop_assert_eq!(
                 engine.facets(filter, at).unwrap(),
