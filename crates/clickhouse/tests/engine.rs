@@ -178,3 +178,51 @@ fn one_server_answers_as_the_reference() {
 fn two_shards_answer_as_the_reference() {
     differential(2, 24);
 }
+
+/// Centroids are sums in host order: three hosts in one tile whose latitudes sum to
+/// different `f64`s in host order and in reverse, written in reverse order in separate
+/// batches, give the reference's bucket bit for bit.
+#[test]
+fn centroids_are_summed_in_host_order() {
+    let Some(cluster) = Cluster::start(1) else {
+        return;
+    };
+    let latitudes = [0.1, 0.2, 0.3];
+    assert_ne!(
+        (latitudes[0] + latitudes[1]) + latitudes[2],
+        (latitudes[2] + latitudes[1]) + latitudes[0],
+        "the data must tell the orders apart"
+    );
+    let lines: Vec<String> = latitudes
+        .iter()
+        .enumerate()
+        .map(|(i, lat)| {
+            format!(
+                r#"{{"kind":"service","ip":"240.0.0.{}","port":22,"transport":"tcp","protocol":"ssh","observed_at":"2026-11-20T12:00:00Z","status":"completed","host":{{"location":{{"country_code":"DE","latitude":{lat},"longitude":1.0}}}}}}"#,
+                i + 1
+            )
+        })
+        .collect();
+    let observations = read(&lines);
+    assert_eq!(observations.len(), 3);
+    let mut reference = ReferenceIndex::new(IndexConfig::default());
+    for obs in &observations {
+        reference.apply(obs);
+    }
+    let (engine, db) = fresh(&cluster, IndexConfig::default());
+    for obs in observations.iter().rev() {
+        engine.insert(std::slice::from_ref(obs)).unwrap();
+    }
+    let query = Query::Cidr(periscope_model::Ipv4Cidr::parse("240.0.0.0/24").unwrap());
+    let want = reference
+        .exposure(&query, Resolution::Global, now())
+        .unwrap();
+    assert_eq!(want.buckets.len(), 1);
+    assert_eq!(
+        want.buckets[0].latitude,
+        ((latitudes[0] + latitudes[1]) + latitudes[2]) / 3.0
+    );
+    let got = engine.exposure(&query, Resolution::Global, now()).unwrap();
+    drop_database(&cluster, &db);
+    assert_eq!(got, want);
+}
