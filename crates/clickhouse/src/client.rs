@@ -2,6 +2,7 @@
 //! an insert, in the `query` parameter with the rows as the body); a non-200 answer is an
 //! error carrying the server's message. Answers are read as TabSeparated text.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::sql;
@@ -30,11 +31,26 @@ pub enum ClientError {
     Malformed(String),
 }
 
+/// One statement a recording client ran, with its data and the server's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exchange {
+    /// The statement.
+    pub statement: String,
+    /// An insert's rows.
+    pub data: Option<String>,
+    /// The answer text.
+    pub answer: String,
+}
+
+/// The exchanges of a recording client, in order.
+pub type Recording = Arc<Mutex<Vec<Exchange>>>;
+
 /// One ClickHouse server's HTTP endpoint.
 #[derive(Debug, Clone)]
 pub struct Client {
     url: String,
     http: reqwest::blocking::Client,
+    recording: Option<Recording>,
 }
 
 impl Client {
@@ -50,7 +66,28 @@ impl Client {
         Ok(Self {
             url: url.trim_end_matches('/').to_owned(),
             http,
+            recording: None,
         })
+    }
+
+    /// This client, also keeping every successful exchange in the returned [`Recording`]
+    /// (so tests can replay the statements on another ClickHouse release).
+    pub fn recording(mut self) -> (Self, Recording) {
+        let recording = Recording::default();
+        self.recording = Some(recording.clone());
+        (self, recording)
+    }
+
+    fn record(&self, statement: &str, data: Option<&str>, answer: &str) {
+        if let Some(recording) = &self.recording
+            && let Ok(mut exchanges) = recording.lock()
+        {
+            exchanges.push(Exchange {
+                statement: statement.to_owned(),
+                data: data.map(str::to_owned),
+                answer: answer.to_owned(),
+            });
+        }
     }
 
     /// The endpoint.
@@ -64,18 +101,23 @@ impl Client {
             .http
             .post(format!("{}/", self.url))
             .body(statement.to_owned());
-        self.send(request)
+        let answer = self.send(request)?;
+        self.record(statement, None, &answer);
+        Ok(answer)
     }
 
     /// Runs `INSERT … FORMAT TabSeparated` (the `statement`) with `rows` as its data. The
     /// insert into a Distributed table is synchronous: acknowledged when every shard has it.
     pub fn insert(&self, statement: &str, rows: String) -> Result<(), ClientError> {
+        let kept = self.recording.as_ref().map(|_| rows.clone());
         let request = self
             .http
             .post(format!("{}/", self.url))
             .query(&[("query", statement), ("insert_distributed_sync", "1")])
             .body(rows);
-        self.send(request).map(|_| ())
+        let answer = self.send(request)?;
+        self.record(statement, kept.as_deref(), &answer);
+        Ok(())
     }
 
     /// Rows of a TabSeparated answer, each split into its unescaped fields.

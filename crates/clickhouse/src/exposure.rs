@@ -80,8 +80,8 @@ pub fn exposure(
          FROM {db}.facts WHERE fact = {FACT_POSITION} GROUP BY addr"
     );
     let placed = format!(
-        "SELECT addr, n, c_lat, c_lon, c_tile FROM ({per_host}) \
-         ANY INNER JOIN ({positions}) USING addr"
+        "SELECT addr, n, c_lat, c_lon, c_tile FROM ({per_host}) AS matching \
+         ANY INNER JOIN ({positions}) AS positions USING addr"
     );
     let sum = |column: &str| {
         format!(
@@ -116,8 +116,8 @@ pub fn exposure(
          WHERE fact = {FACT_LOCATION} GROUP BY addr HAVING c_country != ''"
     );
     let rows = client.rows(&format!(
-        "SELECT c_tile, c_country, count() FROM (SELECT addr, c_tile FROM ({placed})) \
-         ANY INNER JOIN ({countries}) USING addr GROUP BY c_tile, c_country \
+        "SELECT c_tile, c_country, count() FROM (SELECT addr, c_tile FROM ({placed})) AS placed \
+         ANY INNER JOIN ({countries}) AS countries USING addr GROUP BY c_tile, c_country \
          FORMAT TabSeparated"
     ))?;
     for row in rows {

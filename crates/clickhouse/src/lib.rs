@@ -47,7 +47,7 @@ use periscope_scan::matching::{HostView, Matcher};
 use periscope_scan::store::{DomainScans, HostRecord, IndexConfig};
 use periscope_scan::{detail, records};
 
-pub use client::{Client, ClientError};
+pub use client::{Client, ClientError, Exchange, Recording};
 pub use schema::{SCHEMA_VERSION, SchemaError};
 
 use query::{NEWEST, Statement};
@@ -105,6 +105,21 @@ impl ClickHouseIndex {
             .ok_or_else(|| SchemaError::Identifier(database.to_owned()))?;
         Ok(Self {
             client: Client::new(url, timeout)?,
+            db: db.to_owned(),
+            config,
+        })
+    }
+
+    /// The engine over `database` through `client` (say, a recording one).
+    pub fn with_client(
+        client: Client,
+        database: &str,
+        config: IndexConfig,
+    ) -> Result<Self, SchemaError> {
+        let db = sql::identifier(database)
+            .ok_or_else(|| SchemaError::Identifier(database.to_owned()))?;
+        Ok(Self {
+            client,
             db: db.to_owned(),
             config,
         })
@@ -204,12 +219,12 @@ impl ClickHouseIndex {
         rows::rebuild(&services, &facts).map_err(malformed)
     }
 
-    /// The current domain-scan records for which `filter` (a condition on `c_addrs`, the
+    /// The current domain-scan records for which `filter` (a condition on `name` or on the
     /// current record's address keys, or on `name`) holds, as a [`DomainScans`].
     fn domain_scans_where(&self, filter: &str) -> Result<DomainScans, IndexError> {
         let db = &self.db;
         let rows = self.client.rows(&format!(
-            "SELECT argMax(record, {NEWEST}) AS c_record, argMax(addrs, {NEWEST}) AS c_addrs \
+            "SELECT argMax(record, {NEWEST}) AS c_record \
              FROM {db}.domain_scans GROUP BY name HAVING {filter} \
              ORDER BY name FORMAT TabSeparated"
         ))?;
@@ -240,7 +255,10 @@ impl ClickHouseIndex {
             return Ok(DomainScans::default());
         }
         let list: Vec<String> = ips.iter().map(|ip| sql::key(ip_order_key(*ip))).collect();
-        self.domain_scans_where(&format!("hasAny(c_addrs, [{}])", list.join(", ")))
+        self.domain_scans_where(&format!(
+            "hasAny(argMax(addrs, {NEWEST}), [{}])",
+            list.join(", ")
+        ))
     }
 }
 

@@ -180,6 +180,107 @@ fn differential(shards: usize, cases: u32) {
     );
 }
 
+/// The statements the engine sends, checked against a current ClickHouse release: a few
+/// random cases run on the started server through a recording client (and are compared with
+/// the reference as above), then `replay_chdb.py` replays every statement on chdb —
+/// ClickHouse 26.x in process, from `$PERISCOPE_TEST_CHDB_PYTHON` (`scripts/chdb-venv`) —
+/// and requires every SELECT to give the same rows there.
+#[test]
+fn the_statements_run_alike_on_a_current_release() {
+    let python = match std::env::var("PERISCOPE_TEST_CHDB_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!(
+                "PERISCOPE_TEST_CHDB_PYTHON is not set: CI must check the SQL on a current ClickHouse (scripts/chdb-venv)"
+            )
+        }
+        _ => {
+            eprintln!(
+                "\n\n*** SKIPPED: PERISCOPE_TEST_CHDB_PYTHON is not set (scripts/chdb-venv); \
+                 the ClickHouse SQL was NOT checked on a current release ***\n\n"
+            );
+            return;
+        }
+    };
+    let Some(cluster) = Cluster::start(1) else {
+        return;
+    };
+    let mut runner = TestRunner::new(Config {
+        cases: 6,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let exchanges = std::sync::Mutex::new(Vec::new());
+    let strategy = (
+        lines(),
+        0..8u64,
+        proptest::collection::vec(query(), 1..6),
+        1..4usize,
+    );
+    runner
+        .run(&strategy, |(lines, max, queries, limit)| {
+            let observations = read(&lines);
+            let mut reference = ReferenceIndex::new(config(max));
+            for obs in &observations {
+                reference.apply(obs);
+            }
+            static NEXT: AtomicU32 = AtomicU32::new(0);
+            let db = format!("replay_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+            let (client, recording) =
+                periscope_clickhouse::Client::new(&cluster.urls()[0], Duration::from_secs(30))
+                    .unwrap()
+                    .recording();
+            schema::init(std::slice::from_ref(&client), &db, CLUSTER).unwrap();
+            let engine = ClickHouseIndex::with_client(client, &db, config(max)).unwrap();
+            engine.insert(&observations).unwrap();
+            let outcome = same_answers(&reference, &engine, &queries, limit);
+            exchanges
+                .lock()
+                .unwrap()
+                .extend(recording.lock().unwrap().drain(..));
+            drop_database(&cluster, &db);
+            outcome
+        })
+        .unwrap();
+    let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "clickhouse-statements-{}.jsonl",
+        std::process::id()
+    ));
+    let mut out = String::new();
+    for ex in exchanges.lock().unwrap().iter() {
+        let line = serde_json::json!({
+            "statement": ex.statement,
+            "data": ex.data,
+            "answer": ex.answer,
+        });
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    std::fs::write(&path, out).unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/replay_chdb.py");
+    let run = std::process::Command::new(&python)
+        .arg(script)
+        .arg(&path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "replay on chdb failed:\n{stdout}\n{stderr}"
+    );
+    let compared: usize = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("compared "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(
+        compared > 50,
+        "only {compared} SELECTs were compared:\n{stdout}"
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
 #[test]
 fn one_server_answers_as_the_reference() {
     differential(1, 48);
