@@ -25,7 +25,7 @@ use generators::*;
 use periscope_clickhouse::{ClickHouseIndex, schema};
 use periscope_index::api::ScanIndex;
 use periscope_index::{IndexConfig, ReferenceIndex};
-use periscope_model::DomainName;
+use periscope_model::{DomainName, Timestamp};
 use periscope_query::{Query, Resolution};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -57,14 +57,27 @@ fn drop_database(cluster: &Cluster, db: &str) {
     }
 }
 
-/// Every implemented answer of `engine` equals the reference's.
+/// Every answer of `engine` equals the reference's, now and later (when services observed
+/// before the data's "newer" time have left the retention window).
 fn same_answers(
     reference: &ReferenceIndex,
     engine: &ClickHouseIndex,
     queries: &[(Query, Vec<IpAddr>)],
     limit: usize,
 ) -> Result<(), TestCaseError> {
-    let at = now();
+    for at in [now(), Timestamp::parse(LATER).unwrap()] {
+        same_answers_at(at, reference, engine, queries, limit)?;
+    }
+    Ok(())
+}
+
+fn same_answers_at(
+    at: Timestamp,
+    reference: &ReferenceIndex,
+    engine: &ClickHouseIndex,
+    queries: &[(Query, Vec<IpAddr>)],
+    limit: usize,
+) -> Result<(), TestCaseError> {
     for (query, resolved) in queries {
         same_search(at, reference, engine, query, resolved, None, limit)?;
         if let Query::Domain(_) = query {
