@@ -22,6 +22,15 @@ use crate::query::{NEWEST, Statement, Target};
 use crate::rows::FACT_LOCATION;
 use crate::sql;
 
+/// The `c_…` columns the groups read besides those of the query's own conditions.
+pub const COLUMNS: [&str; 5] = [
+    "product_words",
+    "product_title",
+    "has_product",
+    "max_cvss",
+    "exploit",
+];
+
 fn bad(what: &str, field: &[u8]) -> IndexError {
     IndexError::Unavailable(format!(
         "ClickHouse answered something unexpected: {what} {:?}",

@@ -160,6 +160,7 @@ impl ClickHouseIndex {
         Statement {
             db: &self.db,
             cutoff: Statement::cutoff(now, self.config.retention_secs),
+            extra: &[],
         }
     }
 
@@ -323,7 +324,11 @@ impl ScanIndex for ClickHouseIndex {
     }
 
     fn facets(&self, query: &FilterQuery, now: Timestamp) -> Result<Facets, IndexError> {
-        facets::facets(&self.client, &self.statement(now), query)
+        let statement = Statement {
+            extra: &facets::COLUMNS,
+            ..self.statement(now)
+        };
+        facets::facets(&self.client, &statement, query)
     }
 
     fn exposure(

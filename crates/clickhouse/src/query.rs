@@ -35,12 +35,27 @@ pub enum Target<'a> {
     Domain(&'a DomainName, &'a [IpAddr]),
 }
 
+/// The per-service columns a statement may read, each as `c_<name>` (its current value).
+pub const SERVICE_COLUMNS: [&str; 8] = [
+    "product_words",
+    "product_title",
+    "has_product",
+    "cpe",
+    "cves",
+    "max_cvss",
+    "exploit",
+    "cert_names",
+];
+
 /// The pieces of one statement.
 pub struct Statement<'a> {
     /// The database.
     pub db: &'a str,
     /// Services observed before this second are not current.
     pub cutoff: i64,
+    /// `c_…` columns to select whether or not a condition reads them (of
+    /// [`SERVICE_COLUMNS`]).
+    pub extra: &'a [&'a str],
 }
 
 impl Statement<'_> {
@@ -102,14 +117,15 @@ impl Statement<'_> {
         if high < u128::MAX {
             row_filters.push(format!("addr <= {}", sql::key(high)));
         }
-        let columns = "argMax(product_words, (observed_at, rank)) AS c_product_words, \
-                       argMax(product_title, (observed_at, rank)) AS c_product_title, \
-                       argMax(has_product, (observed_at, rank)) AS c_has_product, \
-                       argMax(cpe, (observed_at, rank)) AS c_cpe, \
-                       argMax(cves, (observed_at, rank)) AS c_cves, \
-                       argMax(max_cvss, (observed_at, rank)) AS c_max_cvss, \
-                       argMax(exploit, (observed_at, rank)) AS c_exploit, \
-                       argMax(cert_names, (observed_at, rank)) AS c_cert_names";
+        // Only the columns a condition (or the caller) reads: each is an argMax per service.
+        let columns: String = SERVICE_COLUMNS
+            .iter()
+            .filter(|c| {
+                let alias = format!("c_{c}");
+                having.iter().any(|h| h.contains(&alias)) || self.extra.contains(c)
+            })
+            .map(|c| format!(", argMax({c}, {NEWEST}) AS c_{c}"))
+            .collect();
         let having = if having.is_empty() {
             String::new()
         } else {
@@ -122,7 +138,7 @@ impl Statement<'_> {
         };
         (
             format!(
-                "SELECT addr, port, protocol, {columns} FROM {db}.services \
+                "SELECT addr, port, protocol{columns} FROM {db}.services \
                  WHERE {} GROUP BY addr, port, protocol{having}",
                 row_filters.join(" AND ")
             ),
