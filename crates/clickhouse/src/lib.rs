@@ -220,13 +220,14 @@ impl ClickHouseIndex {
         rows::rebuild(&services, &facts).map_err(malformed)
     }
 
-    /// The current domain-scan records for which `filter` (a condition on `name` or on the
-    /// current record's address keys, or on `name`) holds, as a [`DomainScans`].
-    fn domain_scans_where(&self, filter: &str) -> Result<DomainScans, IndexError> {
+    /// The current domain-scan records of the names `names` (a condition on `name`, the
+    /// group key, so it filters rows before grouping) for which `current` (a condition on
+    /// the current record) holds, as a [`DomainScans`].
+    fn domain_scans_where(&self, names: &str, current: &str) -> Result<DomainScans, IndexError> {
         let db = &self.db;
         let rows = self.client.rows(&format!(
             "SELECT argMax(record, {NEWEST}) AS c_record \
-             FROM {db}.domain_scans GROUP BY name HAVING {filter} \
+             FROM {db}.domain_scans WHERE {names} GROUP BY name HAVING {current} \
              ORDER BY name FORMAT TabSeparated"
         ))?;
         let mut scans = DomainScans::default();
@@ -243,11 +244,12 @@ impl ClickHouseIndex {
     /// The current domain-scan records of `name` and its subdomains.
     fn scans_of_name(&self, name: &DomainName) -> Result<DomainScans, IndexError> {
         let n = name.as_str();
-        self.domain_scans_where(&format!(
+        let names = format!(
             "name = {} OR endsWith(name, {})",
             sql::string(n),
             sql::string(&format!(".{n}"))
-        ))
+        );
+        self.domain_scans_where(&names, "1")
     }
 
     /// The current domain-scan records listing any of `ips`.
@@ -255,11 +257,21 @@ impl ClickHouseIndex {
         if ips.is_empty() {
             return Ok(DomainScans::default());
         }
-        let list: Vec<String> = ips.iter().map(|ip| sql::key(ip_order_key(*ip))).collect();
-        self.domain_scans_where(&format!(
-            "hasAny(argMax(addrs, {NEWEST}), [{}])",
-            list.join(", ")
-        ))
+        let list: Vec<String> = ips
+            .iter()
+            .map(|ip| sql::key(ip_order_key(ip.to_canonical())))
+            .collect();
+        let list = list.join(", ");
+        // Names with any record listing one of them (a name's rows share a shard, so the
+        // GLOBAL set is exact), then the current record of each must list one.
+        let names = format!(
+            "name GLOBAL IN (SELECT name FROM {}.domain_scans WHERE hasAny(addrs, [{list}]))",
+            self.db
+        );
+        self.domain_scans_where(
+            &names,
+            &format!("hasAny(argMax(addrs, {NEWEST}), [{list}])"),
+        )
     }
 }
 
