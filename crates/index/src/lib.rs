@@ -1,13 +1,17 @@
 //! The scan index: which hosts match a query, in IP order, and what may be shown of them.
 //!
+//! The contract lives in `periscope-scan` and is re-exported here unchanged, so callers keep
+//! writing `periscope_index::ScanIndex`, `periscope_index::api::…`, `periscope_index::store::…`:
 //! - [`store`]: the current state of the scan data — one [`HostRecord`] per address holding
 //!   its current services, and the stored domain-scan records — and the "current observation"
 //!   rule that merges observations into it ([`HostRecord::apply`], [`DomainScans::apply`]).
 //! - [`api`]: the [`ScanIndex`] trait both channels search through, with its requests and
 //!   results. Every engine (the reference below, the embedded engine, ClickHouse) implements
 //!   it and passes the same conformance tests.
-//! - [`codec`] and [`durable`]: the embedded engine's durable store — a compact, versioned
-//!   binary encoding of host records and domain scans, and [`durable::DurableStore`], a redb
+//! - [`codec`]: a compact, versioned binary encoding of host records and domain scans.
+//!
+//! This crate holds the engines that live in one process:
+//! - [`durable`]: the embedded engine's durable store, [`durable::DurableStore`], a redb
 //!   file keyed by host order where each batch of observations is applied in one transaction.
 //! - [`engine`]: [`EmbeddedIndex`], the embedded engine — roaring-bitmap postings over host
 //!   and service ordinals built from a snapshot of the host records, answering exactly as
@@ -25,15 +29,14 @@
 //! **Boundary:** no DNS here. A domain search receives the addresses the service layer
 //! resolved and merges them with stored names and domain-scan records.
 
-pub mod api;
-pub mod codec;
+pub use periscope_scan::{api, codec, store};
+
 pub mod durable;
 pub mod engine;
 pub mod live;
 pub mod reference;
-pub mod store;
 
-pub use api::{
+pub use periscope_scan::api::{
     AsnMatch, AsnSource, Count, DomainMatch, DomainMatchSource, Exposure, ExposureBucket,
     FacetField, FacetGroup, FacetStatus, FacetValue, Facets, HostDetail, HostResult, IndexError,
     OrganizationMatch, OrganizationSource, Relation, ScanIndex, SearchOutcome, SearchPage,
@@ -42,5 +45,7 @@ pub use api::{
 
 pub use engine::{EmbeddedIndex, LayeredIndex};
 pub use live::{LiveIndex, Opened};
+pub use periscope_scan::store::{
+    ApplyOutcome, DomainScans, HostRecord, IndexConfig, StoredService,
+};
 pub use reference::{LineLoader, ReferenceIndex};
-pub use store::{ApplyOutcome, DomainScans, HostRecord, IndexConfig, StoredService};

@@ -3,7 +3,7 @@
 //! property-tested against, so every rule is written the plainest way that is still linear in
 //! the number of hosts per query.
 //!
-//! The work is split by question:
+//! The per-host work lives in `periscope-scan`, split by question:
 //! - `matching`: which hosts a query matches, and the evidence (`asn_matches`,
 //!   `domain_matches`, `organization_matches`) linking each to it;
 //! - `records`: the one function that turns a host record into the result record a search
@@ -16,11 +16,7 @@
 //! continuation) are shared with the embedded engine (`crate::engine`), which finds the
 //! matching hosts with bitmaps and then answers exactly as this engine does.
 
-pub(crate) mod detail;
-pub(crate) mod exposure;
-pub(crate) mod facets;
-pub(crate) mod matching;
-pub(crate) mod records;
+pub(crate) use periscope_scan::{detail, exposure, facets, matching, records};
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -38,7 +34,7 @@ use crate::store::{ApplyOutcome, DomainScans, HostRecord, IndexConfig};
 
 use matching::{Hit, HostView, Matcher};
 
-pub use exposure::{MAX_BUCKETS, tile_of};
+pub use periscope_scan::exposure::{MAX_BUCKETS, tile_of};
 
 /// The deliberately simple engine: every host record in host order, and the domain-scan
 /// records. Every query is answered by scanning all hosts.

@@ -9,8 +9,8 @@ use periscope_model::CountryCode;
 use periscope_model::record::Position;
 use periscope_query::Resolution;
 
-use super::matching::{Hit, Matcher, satisfies_all};
 use crate::api::{Count, Exposure, ExposureBucket};
+use crate::matching::{Hit, Matcher, satisfies_all};
 
 /// The most buckets one answer holds.
 pub const MAX_BUCKETS: usize = 500;
@@ -33,17 +33,22 @@ pub fn tile_of(latitude: f64, longitude: f64, zoom: u8) -> (u32, u32) {
 
 /// One tile's sums: positions summed in host order, hosts, services and hosts per country.
 #[derive(Default)]
-pub(crate) struct Tile {
+pub struct Tile {
+    /// Latitudes of the tile's hosts, summed in host order.
     pub latitude_sum: f64,
+    /// Longitudes, summed in host order.
     pub longitude_sum: f64,
+    /// Hosts in the tile.
     pub hosts: u64,
+    /// Services counted for those hosts.
     pub services: u64,
+    /// Hosts per GeoIP country.
     pub countries: BTreeMap<CountryCode, u32>,
 }
 
 /// What exposure needs of one matching host.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Point {
+pub struct Point {
     /// The stored position, if any.
     pub position: Option<Position>,
     /// The GeoIP country.
@@ -68,11 +73,7 @@ fn services_of(clauses: &[periscope_query::Clause], hit: &Hit<'_>) -> u64 {
 }
 
 /// The exposure answer over `hits`, every host matching `matcher`'s query.
-pub(crate) fn exposure(
-    matcher: &Matcher<'_>,
-    hits: &[Hit<'_>],
-    resolution: Resolution,
-) -> Exposure {
+pub fn exposure(matcher: &Matcher<'_>, hits: &[Hit<'_>], resolution: Resolution) -> Exposure {
     let clauses = matcher.service_clauses();
     exposure_of(
         hits.iter().map(|hit| Point {
@@ -85,10 +86,7 @@ pub(crate) fn exposure(
 }
 
 /// The exposure answer over the matching hosts, given as points.
-pub(crate) fn exposure_of(
-    points: impl IntoIterator<Item = Point>,
-    resolution: Resolution,
-) -> Exposure {
+pub fn exposure_of(points: impl IntoIterator<Item = Point>, resolution: Resolution) -> Exposure {
     let zoom = resolution.geotile_precision();
     let mut tiles: BTreeMap<(u32, u32), Tile> = BTreeMap::new();
     let mut service_count = 0;
@@ -114,7 +112,7 @@ pub(crate) fn exposure_of(
 }
 
 /// The exposure answer from the tiles (by `(x, y)` at `zoom`) and the totals.
-pub(crate) fn answer(
+pub fn answer(
     tiles: BTreeMap<(u32, u32), Tile>,
     zoom: u8,
     unique_hosts: u64,

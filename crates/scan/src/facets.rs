@@ -8,27 +8,32 @@ use std::collections::{BTreeMap, BTreeSet};
 use periscope_model::{CountryCode, Cvss, CvssRange, Port, ProtocolToken};
 use periscope_query::{Clause, Field, FilterQuery, Phrase};
 
-use super::matching::{Conditions, HostView, satisfies, satisfies_all};
 use crate::api::{Count, FacetField, FacetGroup, FacetStatus, FacetValue, Facets};
+use crate::matching::{Conditions, HostView, satisfies, satisfies_all};
 use crate::store::StoredService;
 
 /// At most this many values per group.
-const MAX_VALUES: usize = 5;
+pub const MAX_VALUES: usize = 5;
 
 /// The CVSS severity bands, in tenths: `0.0-3.9`, `4.0-6.9`, `7.0-8.9`, `9.0-10.0`.
-const BANDS: [(u8, u8); 4] = [(0, 39), (40, 69), (70, 89), (90, 100)];
+pub const BANDS: [(u8, u8); 4] = [(0, 39), (40, 69), (70, 89), (90, 100)];
 
 /// One facet value, ordered as "value ascending" orders them: ports numerically, the rest by
 /// their text (protocol tokens and countries alphabetically, bands low to high, `no` before
 /// `yes`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Value {
+pub enum Value {
+    /// A port.
     Port(Port),
+    /// A protocol token.
     Protocol(ProtocolToken),
+    /// A product title.
     Product(String),
+    /// A GeoIP country.
     Country(CountryCode),
     /// A band, by its index in [`BANDS`].
     Cvss(usize),
+    /// The exploit flag.
     Exploit(bool),
 }
 
@@ -46,7 +51,7 @@ impl Value {
     }
 
     /// The ready-to-use clause; `None` for a product title that cannot be a phrase.
-    pub(crate) fn clause(&self) -> Option<Clause> {
+    pub fn clause(&self) -> Option<Clause> {
         Some(match self {
             Value::Port(p) => Clause::Port(*p),
             Value::Protocol(t) => Clause::Protocol(*t),
@@ -64,7 +69,7 @@ fn band_range(band: usize) -> Option<CvssRange> {
 }
 
 /// The query field of a facet group.
-pub(crate) fn query_field(field: FacetField) -> Field {
+pub fn query_field(field: FacetField) -> Field {
     match field {
         FacetField::Port => Field::Port,
         FacetField::Protocol => Field::Protocol,
@@ -76,7 +81,7 @@ pub(crate) fn query_field(field: FacetField) -> Field {
 }
 
 /// The band (index in [`BANDS`]) holding a score in tenths.
-pub(crate) fn band_of(tenths: u8) -> Option<usize> {
+pub fn band_of(tenths: u8) -> Option<usize> {
     BANDS
         .iter()
         .position(|(low, high)| (*low..=*high).contains(&tenths))
@@ -96,7 +101,7 @@ fn service_value(field: FacetField, s: &StoredService) -> Option<Value> {
 }
 
 /// The six groups for `query` over `hosts` (every host current at the query's instant).
-pub(super) fn facets(query: &FilterQuery, hosts: &[HostView<'_>]) -> Facets {
+pub fn facets(query: &FilterQuery, hosts: &[HostView<'_>]) -> Facets {
     let conditions = Conditions::of(query.clauses());
     let matching: Vec<&HostView<'_>> = hosts.iter().filter(|h| conditions.matches(h)).collect();
     let groups = FacetField::ALL
@@ -168,7 +173,7 @@ fn group(
 }
 
 /// The candidate values that make a clause, with their clauses, in value order.
-pub(crate) fn clauses_of(candidates: BTreeSet<Value>) -> BTreeMap<Value, Clause> {
+pub fn clauses_of(candidates: BTreeSet<Value>) -> BTreeMap<Value, Clause> {
     candidates
         .into_iter()
         .filter_map(|v| v.clause().map(|c| (v, c)))
@@ -178,7 +183,7 @@ pub(crate) fn clauses_of(candidates: BTreeSet<Value>) -> BTreeMap<Value, Clause>
 /// The group of `field` from its candidates and each one's count of hosts: the selected value
 /// first, then by count descending and value ascending, values with no host left out, at
 /// most [`MAX_VALUES`].
-pub(crate) fn group_of(
+pub fn group_of(
     query: &FilterQuery,
     field: FacetField,
     clauses: &BTreeMap<Value, Clause>,

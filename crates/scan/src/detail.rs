@@ -6,19 +6,19 @@ use std::net::IpAddr;
 
 use periscope_model::{DomainName, Port, ProtocolToken, ip_order_key};
 
-use super::matching::HostView;
-use super::records::{self, DomainScope, ServicePick};
 use crate::api::{HostDetail, IndexError};
+use crate::matching::HostView;
+use crate::records::{self, DomainScope, ServicePick};
 
 /// The largest page of services host detail returns.
-pub(crate) const MAX_LIMIT: usize = 20;
+pub const MAX_LIMIT: usize = 20;
 
 const VERSION: &str = "hd1";
 
 /// One page of host detail: at most `limit` (clamped to 1..=[`MAX_LIMIT`]) current services
 /// strictly after the service `after` names, and the continuation when more follow.
 /// `listed`: the names of the domain-scan records listing the address, by name.
-pub(crate) fn page(
+pub fn page(
     view: &HostView<'_>,
     after: Option<(Port, ProtocolToken)>,
     limit: usize,
@@ -46,12 +46,12 @@ pub(crate) fn page(
 }
 
 /// The continuation after the service `port`/`protocol` of `ip`.
-pub(crate) fn encode(ip: IpAddr, port: Port, protocol: ProtocolToken) -> String {
+pub fn encode(ip: IpAddr, port: Port, protocol: ProtocolToken) -> String {
     format!("{VERSION}.{:032x}.{port}.{protocol}", ip_order_key(ip))
 }
 
 /// The service key a continuation names, when it was issued for `ip` and is well formed.
-pub(crate) fn decode(text: &str, ip: IpAddr) -> Result<(Port, ProtocolToken), IndexError> {
+pub fn decode(text: &str, ip: IpAddr) -> Result<(Port, ProtocolToken), IndexError> {
     let mut parts = text.split('.');
     let (Some(VERSION), Some(key), Some(port), Some(protocol), None) = (
         parts.next(),

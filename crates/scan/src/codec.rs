@@ -229,7 +229,7 @@ pub fn decode_host(bytes: &[u8]) -> Result<HostRecord> {
 /// The bytes that break a tie between two candidates for one fact observed in the same second
 /// (see [`crate::store`]): the greater encoding wins. Encodings are canonical (one value, one
 /// encoding), so this is a fixed total order on values, the same whatever the arrival order.
-pub(crate) mod tie {
+pub mod tie {
     use periscope_model::DomainName;
     use periscope_model::record::{HostEnrichment, Location, Position};
 
@@ -243,28 +243,28 @@ pub(crate) mod tie {
     }
 
     /// A service's tie bytes.
-    pub(crate) fn service(s: &StoredService) -> Vec<u8> {
+    pub fn service(s: &StoredService) -> Vec<u8> {
         bytes(|w| w.service(s))
     }
 
     /// A location's tie bytes.
-    pub(crate) fn location(l: &Location) -> Vec<u8> {
+    pub fn location(l: &Location) -> Vec<u8> {
         bytes(|w| w.location(l))
     }
 
     /// A position's tie bytes.
-    pub(crate) fn position(p: &Position) -> Vec<u8> {
+    pub fn position(p: &Position) -> Vec<u8> {
         bytes(|w| w.position(p))
     }
 
     /// A reverse-DNS list's tie bytes.
-    pub(crate) fn names(names: &[DomainName]) -> Vec<u8> {
+    pub fn names(names: &[DomainName]) -> Vec<u8> {
         bytes(|w| w.domains(names))
     }
 
     /// An enrichment block's tie bytes, written in full (against a record holding nothing, so
     /// no part is encoded as a reference to the record's own).
-    pub(crate) fn enrichment(e: &HostEnrichment, empty: &HostRecord) -> Vec<u8> {
+    pub fn enrichment(e: &HostEnrichment, empty: &HostRecord) -> Vec<u8> {
         bytes(|w| w.enrichment(e, empty))
     }
 }

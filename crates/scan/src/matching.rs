@@ -19,7 +19,7 @@ use crate::store::{DomainScans, HostRecord, StoredService};
 /// A host as it stands at one instant: its record and its current services (port, then
 /// protocol). Only built for addresses that are hosts (at least one current service).
 #[derive(Debug, Clone)]
-pub(crate) struct HostView<'a> {
+pub struct HostView<'a> {
     /// The record.
     pub rec: &'a HostRecord,
     /// Current services, by port then protocol; never empty.
@@ -50,7 +50,7 @@ impl<'a> HostView<'a> {
 
 /// A matching host with the evidence that links it to the query.
 #[derive(Debug, Clone)]
-pub(crate) struct Hit<'a> {
+pub struct Hit<'a> {
     /// The host.
     pub view: HostView<'a>,
     /// Organization queries only.
@@ -75,7 +75,7 @@ impl<'a> Hit<'a> {
 /// The clauses of a filter query split by level. Facets build variants of it with one clause
 /// replaced, which may hold more clauses than a query can.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Conditions {
+pub struct Conditions {
     /// Service-level clauses in canonical order: one service must satisfy all of them.
     pub service: Vec<Clause>,
     /// Host-level clauses (organization, country).
@@ -137,7 +137,7 @@ impl Conditions {
 
 /// One query, prepared for testing hosts one by one.
 #[derive(Debug)]
-pub(crate) struct Matcher<'a> {
+pub struct Matcher<'a> {
     query: &'a Query,
     kind: Kind<'a>,
 }
@@ -255,7 +255,7 @@ impl<'a> Matcher<'a> {
 }
 
 /// `asn_matches`: each attribution equal to `asn`, in the order research, BGP, network.
-pub(crate) fn asn_matches(asn: periscope_model::Asn, rec: &HostRecord) -> Vec<AsnMatch> {
+pub fn asn_matches(asn: periscope_model::Asn, rec: &HostRecord) -> Vec<AsnMatch> {
     let a = &enrichment(rec).asn;
     [
         (AsnSource::ResearchBestAsn, &a.research),
@@ -269,7 +269,7 @@ pub(crate) fn asn_matches(asn: periscope_model::Asn, rec: &HostRecord) -> Vec<As
 }
 
 /// `domain_matches` of a host for a domain query on `name`.
-pub(crate) fn domain_matches(
+pub fn domain_matches(
     name: &DomainName,
     resolved: bool,
     listed: &[&DomainName],
@@ -307,7 +307,7 @@ pub(crate) fn domain_matches(
 }
 
 /// The enrichment of the most recent counting observation (empty when none was recorded).
-pub(crate) fn enrichment(rec: &HostRecord) -> &HostEnrichment {
+pub fn enrichment(rec: &HostRecord) -> &HostEnrichment {
     static NONE: HostEnrichment = HostEnrichment {
         location: None,
         asn: AsnAttributions {
@@ -325,20 +325,20 @@ pub(crate) fn enrichment(rec: &HostRecord) -> &HostEnrichment {
 }
 
 /// The stored reverse-DNS names (the most recent observation carrying any).
-pub(crate) fn stored_reverse_dns(rec: &HostRecord) -> &[DomainName] {
+pub fn stored_reverse_dns(rec: &HostRecord) -> &[DomainName] {
     rec.reverse_dns
         .as_ref()
         .map_or(&[], |(names, _)| names.as_slice())
 }
 
 /// True when `s` satisfies every clause (vacuously true for none).
-pub(crate) fn satisfies_all(clauses: &[Clause], s: &StoredService) -> bool {
+pub fn satisfies_all(clauses: &[Clause], s: &StoredService) -> bool {
     clauses.iter().all(|c| satisfies(c, s))
 }
 
 /// The rule of one service-level clause for one service. Host-level clauses are not about a
 /// service and are never satisfied by one.
-pub(crate) fn satisfies(clause: &Clause, s: &StoredService) -> bool {
+pub fn satisfies(clause: &Clause, s: &StoredService) -> bool {
     let vulns = s.vulnerabilities.as_ref();
     match clause {
         Clause::Port(p) => s.port == *p,
@@ -379,7 +379,7 @@ pub(crate) fn satisfies(clause: &Clause, s: &StoredService) -> bool {
 
 /// A certificate name as certificate-name search compares it: lowercased, without one
 /// trailing dot.
-pub(crate) fn comparable_name(n: &str) -> String {
+pub fn comparable_name(n: &str) -> String {
     let lower = n.to_lowercase();
     match lower.strip_suffix('.') {
         Some(stripped) => stripped.to_owned(),
@@ -388,7 +388,7 @@ pub(crate) fn comparable_name(n: &str) -> String {
 }
 
 /// The words of a text: maximal runs of Unicode letters and digits, lowercased.
-pub(crate) fn words(text: &str) -> Vec<String> {
+pub fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     for c in text.chars() {
@@ -406,13 +406,13 @@ pub(crate) fn words(text: &str) -> Vec<String> {
 
 /// True when the phrase's words stand as one contiguous run, in order, among the value's
 /// words. A phrase without words matches nothing.
-pub(crate) fn contains_run(value: &str, phrase: &[String]) -> bool {
+pub fn contains_run(value: &str, phrase: &[String]) -> bool {
     !phrase.is_empty() && words(value).windows(phrase.len()).any(|w| w == phrase)
 }
 
 /// `organization_matches` of a host for an organization phrase: the six sources in order,
 /// each distinct (source, value, service) once, certificate entries by port then protocol.
-pub(crate) fn organization_matches(phrase: &Phrase, view: &HostView<'_>) -> Vec<OrganizationMatch> {
+pub fn organization_matches(phrase: &Phrase, view: &HostView<'_>) -> Vec<OrganizationMatch> {
     let wanted = words(phrase.as_str());
     let mut out: Vec<OrganizationMatch> = Vec::new();
     let mut push = |source, value: Option<&String>, service| {

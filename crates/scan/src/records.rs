@@ -13,20 +13,20 @@ use periscope_model::record::{
 };
 use periscope_query::{Clause, Query};
 
-use super::matching::{Hit, HostView, enrichment, satisfies_all, stored_reverse_dns};
 use crate::api::HostResult;
+use crate::matching::{Hit, HostView, enrichment, satisfies_all, stored_reverse_dns};
 use crate::store::StoredService;
 
 /// At most this many names per source in a `domains` list.
-pub(crate) const NAMES_PER_SOURCE: usize = 10;
+pub const NAMES_PER_SOURCE: usize = 10;
 /// At most this many names per host in a `domains` list.
-pub(crate) const NAMES_PER_HOST: usize = 25;
+pub const NAMES_PER_HOST: usize = 25;
 /// At most this many services in a search row's preview.
-pub(crate) const PREVIEW_LEN: usize = 5;
+pub const PREVIEW_LEN: usize = 5;
 
 /// Which services a host result carries.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum ServicePick<'a> {
+pub enum ServicePick<'a> {
     /// None (domain and ASN results).
     None,
     /// A search-row preview for a query with these service-level clauses (maybe none).
@@ -37,7 +37,7 @@ pub(crate) enum ServicePick<'a> {
 
 /// Whether domain-scan records contribute names to the `domains` list.
 #[derive(Debug, Clone)]
-pub(crate) enum DomainScope<'a> {
+pub enum DomainScope<'a> {
     /// Stored names and certificate names only (search rows other than domain queries).
     Stored,
     /// Also these names: of the domain-scan records listing the address, by name (domain
@@ -49,7 +49,7 @@ pub(crate) enum DomainScope<'a> {
 /// (domain and ASN rows carry no services; filter rows mark the services satisfying every
 /// service-level clause), with the hit's evidence. `listed` gives the names of the
 /// domain-scan records listing the address; it is called for domain queries only.
-pub(crate) fn row<'a>(
+pub fn row<'a>(
     hit: Hit<'_>,
     query: &Query,
     service_clauses: &[Clause],
@@ -73,7 +73,7 @@ pub(crate) fn row<'a>(
 }
 
 /// The result record of a host.
-pub(crate) fn host(view: &HostView<'_>, pick: ServicePick<'_>, scope: DomainScope<'_>) -> Host {
+pub fn host(view: &HostView<'_>, pick: ServicePick<'_>, scope: DomainScope<'_>) -> Host {
     let rec = view.rec;
     let e = enrichment(rec);
     let (domains, domains_has_more) = domains(view, scope);
@@ -155,7 +155,7 @@ fn domains(view: &HostView<'_>, scope: DomainScope<'_>) -> (Vec<DomainEntry>, bo
 
 /// Lists each name once under its first source, at most [`NAMES_PER_SOURCE`] per source and
 /// [`NAMES_PER_HOST`] in all; a name left out by a cap is not listed under a later source.
-pub(crate) fn cap_names(sources: Vec<(DomainSource, Vec<String>)>) -> (Vec<DomainEntry>, bool) {
+pub fn cap_names(sources: Vec<(DomainSource, Vec<String>)>) -> (Vec<DomainEntry>, bool) {
     let mut seen: Vec<String> = Vec::new();
     let mut out: Vec<DomainEntry> = Vec::new();
     let mut has_more = false;
@@ -179,7 +179,7 @@ pub(crate) fn cap_names(sources: Vec<(DomainSource, Vec<String>)>) -> (Vec<Domai
 
 /// The leaf certificate's names: SANs, then the common name when it is a DNS name not
 /// already listed.
-pub(crate) fn certificate_names(s: &StoredService) -> Vec<String> {
+pub fn certificate_names(s: &StoredService) -> Vec<String> {
     let Some(c) = s.tls.as_ref().and_then(|t| t.certificate.as_ref()) else {
         return Vec::new();
     };
@@ -226,7 +226,7 @@ fn services(view: &HostView<'_>, pick: ServicePick<'_>) -> (Vec<Service>, bool) 
 }
 
 /// One service as a result shows it.
-pub(crate) fn service(s: &StoredService, match_reasons: Vec<String>) -> Service {
+pub fn service(s: &StoredService, match_reasons: Vec<String>) -> Service {
     let product = s.product.as_ref();
     Service {
         port: s.port,

@@ -1,0 +1,136 @@
+//! The schema, version [`SCHEMA_VERSION`]: three append-only tables on every shard and a
+//! Distributed table over each, sharded by address so all of a host's rows live on one shard.
+//!
+//! - `services_local`: one row per counting observation of a service, keyed by
+//!   `(addr, port, protocol)`. The current observation of a service is the row with the
+//!   greatest `(observed_at, rank)` — `rank` is the hex of the completed flag and the
+//!   service's canonical tie bytes, so the order is exactly `periscope-scan`'s
+//!   current-observation rule — taken with `argMax` when reading. Nothing depends on merges:
+//!   a plain MergeTree never collapses rows, so every answer is the same before and after
+//!   background merges.
+//! - `facts_local`: one row per host fact a counting observation carries (`fact` 1 enrichment,
+//!   2 location, 3 position, 4 reverse DNS), each with its own `(observed_at, rank)`;
+//!   `country` (location), `asns`, `orgs` (the organization sources' words) and `names`
+//!   (stored domain and DNS name; reverse-DNS names of IPv4 hosts) are what queries test;
+//!   a position row holds its latitude and longitude as the 8 little-endian bytes of the
+//!   `f64` (so no decimal round trip can change them) and its web-mercator tile `x/y` at
+//!   each resolution's precision, computed by the shared `tile_of`.
+//! - `domain_scans_local`: one row per domain-scan observation; the current record of a name
+//!   is the greatest `(observed_at, rank)`.
+//!
+//! Addresses are `FixedString(16)` holding the big-endian host-order key
+//! ([`periscope_model::ip_order_key`]), so ordering by `addr` is the specification's host
+//! order. Every row also holds `record`: the hex of the `periscope-scan` codec encoding of
+//! what it contributes, from which the engine rebuilds a host's record and answers through
+//! the shared per-host code. The other columns are what the matching SQL reads, all derived
+//! from that same record when the row is written.
+//!
+//! [`init`] is idempotent: `IF NOT EXISTS` everywhere, and a `schema_version` table per node
+//! that refuses a node holding another version.
+
+use crate::client::{Client, ClientError};
+use crate::sql;
+
+/// The version of the tables this build reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Why the schema could not be created.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    /// A statement failed.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// A node holds tables of another schema version.
+    #[error("ClickHouse at {url} holds schema version {found}; this build uses {SCHEMA_VERSION}")]
+    Version {
+        /// The node.
+        url: String,
+        /// The version it holds.
+        found: String,
+    },
+    /// A database or cluster name is not `[a-z_][a-z0-9_]*`.
+    #[error("{0:?} is not a valid ClickHouse identifier (lowercase letters, digits, _)")]
+    Identifier(String),
+}
+
+/// The statements creating the tables on one node, in order.
+pub fn statements(database: &str, cluster: &str) -> Vec<String> {
+    let db = database;
+    let local = |name: &str, columns: &str, order: &str| {
+        format!(
+            "CREATE TABLE IF NOT EXISTS {db}.{name}_local ({columns}) \
+             ENGINE = MergeTree ORDER BY {order}"
+        )
+    };
+    let distributed = |name: &str, shard_key: &str| {
+        format!(
+            "CREATE TABLE IF NOT EXISTS {db}.{name} AS {db}.{name}_local \
+             ENGINE = Distributed({cluster}, {db}, {name}_local, {shard_key})"
+        )
+    };
+    vec![
+        format!("CREATE DATABASE IF NOT EXISTS {db}"),
+        format!("CREATE TABLE IF NOT EXISTS {db}.schema_version (version UInt32) ENGINE = TinyLog"),
+        local(
+            "services",
+            "addr FixedString(16), port UInt16, protocol String, observed_at Int64, \
+             rank String, product_words Array(String), product_title String, \
+             has_product UInt8, cpe String, cves Array(String), \
+             max_cvss Int16, exploit Int8, cert_names Array(String), \
+             cert_orgs Array(String), record String",
+            "(addr, port, protocol)",
+        ),
+        local(
+            "facts",
+            "addr FixedString(16), fact UInt8, observed_at Int64, rank String, \
+             country String, asns Array(UInt32), orgs Array(String), names Array(String), \
+             lat FixedString(8), lon FixedString(8), tiles Array(String), record String",
+            "(addr, fact)",
+        ),
+        local(
+            "domain_scans",
+            "name String, observed_at Int64, rank String, addrs Array(FixedString(16)), \
+             record String",
+            "name",
+        ),
+        distributed("services", "cityHash64(addr)"),
+        distributed("facts", "cityHash64(addr)"),
+        distributed("domain_scans", "cityHash64(name)"),
+    ]
+}
+
+/// Creates (or finds) the schema on every node of the cluster: `nodes` are the nodes'
+/// clients, `cluster` the `remote_servers` name listing them.
+pub fn init(nodes: &[Client], database: &str, cluster: &str) -> Result<(), SchemaError> {
+    let db =
+        sql::identifier(database).ok_or_else(|| SchemaError::Identifier(database.to_owned()))?;
+    let cluster =
+        sql::identifier(cluster).ok_or_else(|| SchemaError::Identifier(cluster.to_owned()))?;
+    for node in nodes {
+        let all = statements(db, cluster);
+        let (setup, tables) = all.split_at(2);
+        for statement in setup {
+            node.execute(statement)?;
+        }
+        let found = node.execute(&format!(
+            "SELECT toString(version) FROM {db}.schema_version FORMAT TabSeparated"
+        ))?;
+        let versions: Vec<&str> = found.lines().collect();
+        match versions.as_slice() {
+            [] => node.execute(&format!(
+                "INSERT INTO {db}.schema_version VALUES ({SCHEMA_VERSION})"
+            ))?,
+            [v] if *v == SCHEMA_VERSION.to_string() => String::new(),
+            _ => {
+                return Err(SchemaError::Version {
+                    url: node.url().to_owned(),
+                    found: versions.join(","),
+                });
+            }
+        };
+        for statement in tables {
+            node.execute(statement)?;
+        }
+    }
+    Ok(())
+}

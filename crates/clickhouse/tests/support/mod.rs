@@ -1,0 +1,194 @@
+//! ClickHouse servers started by the tests: each its own process on free loopback ports with
+//! its own data directory and configuration (never a system service), all listed as shards
+//! of one `remote_servers` cluster named `periscope`. Dropping the [`Cluster`] kills the
+//! processes and removes the directories.
+//!
+//! The binary is `$CLICKHOUSE_SERVER`, else `clickhouse-server` on `PATH` or in `/usr/sbin`
+//! (Debian's `clickhouse-server` package). When it is missing the tests are skipped loudly —
+//! except under `CI=true`, where a missing server fails them.
+
+#![allow(dead_code, clippy::unwrap_used)] // Each test uses part of it; a panic is the failure report.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use periscope_clickhouse::Client;
+
+/// The cluster name the schema's Distributed tables use.
+pub const CLUSTER: &str = "periscope";
+
+/// Running servers, one per shard.
+pub struct Cluster {
+    servers: Vec<Server>,
+}
+
+struct Server {
+    child: Child,
+    dir: PathBuf,
+    http: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn binary() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("CLICKHOUSE_SERVER") {
+        return Some(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
+        .map(|dir| dir.join("clickhouse-server"))
+        .find(|p| p.is_file())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn config(dir: &Path, http: u16, tcp: u16, interserver: u16, shards: &[u16]) -> String {
+    let d = dir.display();
+    let shards: String = shards
+        .iter()
+        .map(|port| {
+            format!("<shard><replica><host>127.0.0.1</host><port>{port}</port></replica></shard>")
+        })
+        .collect();
+    format!(
+        r#"<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>{d}/log</log><errorlog>{d}/err</errorlog></logger>
+  <http_port>{http}</http_port>
+  <tcp_port>{tcp}</tcp_port>
+  <interserver_http_port>{interserver}</interserver_http_port>
+  <listen_host>127.0.0.1</listen_host>
+  <path>{d}/data/</path>
+  <tmp_path>{d}/tmp/</tmp_path>
+  <user_files_path>{d}/user_files/</user_files_path>
+  <format_schema_path>{d}/format_schemas/</format_schema_path>
+  <users_config>{d}/users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <mark_cache_size>5368709120</mark_cache_size>
+  <remote_servers><{CLUSTER}>{shards}</{CLUSTER}></remote_servers>
+</yandex>
+"#
+    )
+}
+
+const USERS: &str = r#"<?xml version="1.0"?>
+<yandex>
+  <profiles><default></default></profiles>
+  <users>
+    <default>
+      <password></password>
+      <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+      <profile>default</profile>
+      <quota>default</quota>
+    </default>
+  </users>
+  <quotas><default></default></quotas>
+</yandex>
+"#;
+
+impl Cluster {
+    /// Starts `shards` servers forming one cluster, or `None` (after saying so) when no
+    /// server binary is installed and this is not CI.
+    pub fn start(shards: usize) -> Option<Self> {
+        let Some(binary) = binary() else {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!(
+                    "clickhouse-server is not installed: CI must run the ClickHouse engine's \
+                     tests (apt-get install clickhouse-server, or set CLICKHOUSE_SERVER)"
+                );
+            }
+            eprintln!(
+                "\n\n*** SKIPPED: clickhouse-server is not installed (apt-get install \
+                 clickhouse-server, or set CLICKHOUSE_SERVER); the ClickHouse engine was NOT \
+                 tested ***\n\n"
+            );
+            return None;
+        };
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let ports: Vec<(u16, u16, u16)> = (0..shards)
+            .map(|_| (free_port(), free_port(), free_port()))
+            .collect();
+        let tcp_ports: Vec<u16> = ports.iter().map(|p| p.1).collect();
+        let mut servers = Vec::new();
+        for (http, tcp, interserver) in ports {
+            let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+                "clickhouse-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let config_path = dir.join("config.xml");
+            std::fs::write(
+                &config_path,
+                config(&dir, http, tcp, interserver, &tcp_ports),
+            )
+            .unwrap();
+            std::fs::write(dir.join("users.xml"), USERS).unwrap();
+            let child = Command::new(&binary)
+                .arg(format!("--config-file={}", config_path.display()))
+                .current_dir(&dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
+            servers.push(Server { child, dir, http });
+        }
+        let cluster = Self { servers };
+        for server in &cluster.servers {
+            cluster.wait_ready(server);
+        }
+        Some(cluster)
+    }
+
+    fn wait_ready(&self, server: &Server) {
+        let client = Client::new(&Self::url_of(server), Duration::from_secs(2)).unwrap();
+        let started = Instant::now();
+        loop {
+            if client.execute("SELECT 1").is_ok_and(|a| a.trim() == "1") {
+                return;
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                let err = std::fs::read_to_string(server.dir.join("err")).unwrap_or_default();
+                let stderr = std::fs::read_to_string(server.dir.join("stderr")).unwrap_or_default();
+                panic!("ClickHouse did not start within 60 s:\n{err}\n{stderr}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn url_of(server: &Server) -> String {
+        format!("http://127.0.0.1:{}", server.http)
+    }
+
+    /// The HTTP endpoints, one per shard.
+    pub fn urls(&self) -> Vec<String> {
+        self.servers.iter().map(Self::url_of).collect()
+    }
+
+    /// A client of every node.
+    pub fn clients(&self) -> Vec<Client> {
+        self.urls()
+            .iter()
+            .map(|u| Client::new(u, Duration::from_secs(30)).unwrap())
+            .collect()
+    }
+}
