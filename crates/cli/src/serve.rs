@@ -378,6 +378,7 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
         body_timeout: config.http.body_timeout,
         max_connections: server::connection_cap(config.http.max_connections, descriptors),
         hsts: public_url.starts_with("https://"),
+        trusted_proxies: config.http.trusted_proxies.clone().into(),
     };
     tracing::info!(address = %address, data = %data.display(), public_url = %public_url,
         descriptors, max_connections = settings.max_connections, "listening");
