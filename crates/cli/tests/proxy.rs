@@ -1,7 +1,8 @@
 //! `periscope serve` behind Debian's nginx terminating TLS, with the shipped example
 //! `packaging/nginx-periscope.conf` (its name, ports, certificate and upstream replaced): over
 //! https with a test certificate, the pages answer through the proxy, every response carries
-//! HSTS, the cookies are `Secure`, and a refused sign-in is logged with the browser's address
+//! HSTS, the cookies are `Secure`, and an API request and a refused sign-in are logged with
+//! the browser's address
 //! (the client connects from 127.0.0.2; nginx from 127.0.0.1, the trusted proxy), even when
 //! the browser sends an `X-Forwarded-For` of its own. A client reaching the server directly
 //! cannot name its address with that header. nginx runs in the foreground with its own
@@ -300,6 +301,12 @@ fn through_nginx_with_tls_hsts_secure_cookies_and_the_browsers_address() {
     for cookie in set_cookies(&headers) {
         assert!(cookie.contains("; Secure"), "not Secure: {cookie}");
     }
+
+    // An API request through the proxy is logged with the browser's address.
+    let (status, _, _) = curl(https, &cert, &jar, "/healthz", &[]);
+    assert_eq!(status, 200);
+    let logged = wait_for(&lines, &mut seen, "http.route=\"/healthz\"");
+    assert!(logged.contains("client.ip=127.0.0.2"), "{logged}");
 
     // A refused sign-in from the browser at 127.0.0.2, which also claims another address.
     let csrf = body_field(&body, "csrf");
