@@ -1,5 +1,5 @@
 //! What an operator relies on of a running `periscope serve`: `RUST_LOG` decides what is
-//! logged (and a filter that does not parse stops the start with a message naming it);
+//! logged, in text or JSON lines (and a filter that does not parse stops the start with a message naming it);
 //! responses are gzip-compressed for a client that asks, and decode to the same body; and
 //! `/metrics` carries the build, the process's resident memory and descriptors, the state
 //! database's pool, and the durations of ingest batches and index refreshes, with values in
@@ -198,6 +198,32 @@ fn rust_log_decides_what_is_logged() {
     assert!(!lines.iter().any(|l| l.contains(" INFO ")), "{lines:?}");
     assert!(
         lines.iter().any(|l| l.starts_with("periscope: serving")),
+        "{lines:?}"
+    );
+
+    // JSON lines for journald, filtered the same way: periscope_api at info (its request
+    // lines), everything else at warn (no `listening` line).
+    let server = Server::start(
+        data,
+        &[
+            ("PERISCOPE_LOG_FORMAT", "json"),
+            ("RUST_LOG", "warn,periscope_api=info"),
+        ],
+    );
+    assert_eq!(get(&server.address, "/healthz", &[]).status, 200);
+    let lines = server.stop();
+    let json: Vec<serde_json::Value> = lines
+        .iter()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        json.iter()
+            .any(|j| j["http.route"] == "/healthz" && j["level"] == "INFO"),
+        "{lines:?}"
+    );
+    assert!(
+        !json.iter().any(|j| j["message"] == "listening"),
         "{lines:?}"
     );
 
