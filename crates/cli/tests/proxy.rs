@@ -3,12 +3,18 @@
 //! https with a test certificate, the pages answer through the proxy, every response carries
 //! HSTS, the cookies are `Secure`, and an API request and a refused sign-in are logged with
 //! the browser's address
-//! (the client connects from 127.0.0.2; nginx from 127.0.0.1, the trusted proxy), even when
+//! (curl connects from 127.0.0.2, Chromium from 127.0.0.1, nginx from 127.0.0.3, the trusted
+//! proxy), even when
 //! the browser sends an `X-Forwarded-For` of its own. A client reaching the server directly
 //! cannot name its address with that header. nginx runs in the foreground with its own
 //! prefix, configuration, pid file and ports, never the system service.
 //!
-//! Needs Debian's `nginx`, `openssl` and `curl`; a missing one fails under CI (CI=true) and
+//! Then the same through Chromium (`tests/browser/proxy.mjs`, playwright-core from
+//! `crates/web/tests/browser`): pages with HSTS, every cookie Secure, and the refused sign-in
+//! logged with the browser's address.
+//!
+//! Needs Debian's `nginx`, `openssl`, `curl`, `chromium` and `nodejs`, and
+//! `npm ci --prefix crates/web/tests/browser`; a missing one fails under CI (CI=true) and
 //! skips, loudly, elsewhere.
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
@@ -116,7 +122,13 @@ fn nginx_conf(dir: &Path, https: u16, http: u16, upstream: &str, cert: &str, key
         .replace("periscope.example.com", NAME)
         .replace("/etc/ssl/periscope/fullchain.pem", cert)
         .replace("/etc/ssl/periscope/privkey.pem", key)
-        .replace("http://127.0.0.1:8080", &format!("http://{upstream}"));
+        .replace("http://127.0.0.1:8080", &format!("http://{upstream}"))
+        // nginx connects from 127.0.0.3, so that the proxy, curl (127.0.0.2) and Chromium
+        // (127.0.0.1) each have their own address.
+        .replace(
+            "proxy_http_version 1.1;",
+            "proxy_http_version 1.1;\n        proxy_bind 127.0.0.3;",
+        );
     let d = dir.display();
     format!(
         "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
@@ -204,7 +216,7 @@ fn through_nginx_with_tls_hsts_secure_cookies_and_the_browsers_address() {
     ])
     .env("PERISCOPE_DNS_SERVERS", "127.0.0.1:9")
     .env("PERISCOPE_PUBLIC_URL", &public_url)
-    .env("PERISCOPE_HTTP_TRUSTED_PROXIES", "127.0.0.1/32")
+    .env("PERISCOPE_HTTP_TRUSTED_PROXIES", "127.0.0.3/32")
     .env("RUST_LOG", "info")
     .stdout(Stdio::null())
     .stderr(Stdio::piped())
@@ -322,13 +334,13 @@ fn through_nginx_with_tls_hsts_secure_cookies_and_the_browsers_address() {
     let refused = wait_for(&lines, &mut seen, "sign-in refused");
     assert!(refused.contains("client.ip=127.0.0.2"), "{refused}");
 
-    // Directly, not through the proxy, from 127.0.0.3: the header names nobody. (The
+    // Directly, not through the proxy, from 127.0.0.4: the header names nobody. (The
     // cookie is Secure, so it is handed over by hand on plain http.)
     let out = Command::new("curl")
         .args([
             "-sS",
             "--interface",
-            "127.0.0.3",
+            "127.0.0.4",
             "-o",
             "/dev/null",
             "-w",
@@ -341,8 +353,51 @@ fn through_nginx_with_tls_hsts_secure_cookies_and_the_browsers_address() {
         .unwrap();
     assert_eq!(text(&out.stdout), "401", "{}", text(&out.stderr));
     let refused = wait_for(&lines, &mut seen, "sign-in refused");
-    assert!(refused.contains("client.ip=127.0.0.3"), "{refused}");
+    assert!(refused.contains("client.ip=127.0.0.4"), "{refused}");
+
+    chromium_through_nginx(&public_url, &lines, &mut seen);
     drop(server);
+}
+
+/// The Chromium part (`tests/browser/proxy.mjs`): pages through nginx with HSTS and Secure
+/// cookies, and the refused sign-in logged with the browser's address (127.0.0.1), not the
+/// proxy's (127.0.0.3).
+fn chromium_through_nginx(
+    public_url: &str,
+    lines: &mpsc::Receiver<String>,
+    seen: &mut Vec<String>,
+) {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let playwright = manifest.join("../web/tests/browser");
+    let ready = playwright
+        .join("node_modules/playwright-core/package.json")
+        .exists()
+        && Path::new("/usr/bin/chromium").exists()
+        && have("node", "nodejs");
+    if !ready {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the Chromium part needs /usr/bin/chromium (Debian `chromium`), node (`nodejs`) and \
+             `npm ci --prefix crates/web/tests/browser`"
+        );
+        eprintln!("SKIPPED: the Chromium part (no chromium, node or playwright-core)");
+        return;
+    }
+    let out = Command::new("node")
+        .arg(manifest.join("tests/browser/proxy.mjs"))
+        .env("PERISCOPE_BASE", public_url)
+        .env("PERISCOPE_PLAYWRIGHT", &playwright)
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("DONE"),
+        "proxy.mjs: {stdout}\n{}",
+        text(&out.stderr)
+    );
+    eprint!("{stdout}");
+    let refused = wait_for(lines, seen, "sign-in refused");
+    assert!(refused.contains("client.ip=127.0.0.1"), "{refused}");
 }
 
 /// The value of the hidden form field `name` in `html`.
