@@ -372,7 +372,10 @@ fn chromium_through_nginx(
     let ready = playwright
         .join("node_modules/playwright-core/package.json")
         .exists()
-        && Path::new("/usr/bin/chromium").exists()
+        && Path::new(
+            &std::env::var("PERISCOPE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
+        )
+        .exists()
         && have("node", "nodejs");
     if !ready {
         assert!(
