@@ -4,7 +4,7 @@
 //! [`request_envelope`] wraps the whole router. It gives each request a fresh id (never one
 //! the client sent, so ids in logs are ours), lets the handler run, renders an [`ApiError`]
 //! the handler returned into the error shape with that id, sets `X-Request-ID`, and records
-//! the route, status and latency. Handlers put the same id into their success bodies by
+//! the route, status and latency (and logs them with the client's address). Handlers put the same id into their success bodies by
 //! taking the [`RequestId`] extension.
 
 use std::fmt::Write as _;
@@ -76,6 +76,11 @@ pub async fn request_envelope(State(app): State<App>, mut req: Request, next: Ne
     let id = RequestId::generate();
     let route = route_label(req.uri().path());
     let method = req.method().clone();
+    // The peer address, or the client's behind a trusted proxy (`server`, `forwarded`).
+    let client = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0.ip());
     req.extensions_mut().insert(id.clone());
     let mut response = next.run(req).await;
     if let Some(error) = response.extensions_mut().remove::<ApiError>() {
@@ -92,6 +97,7 @@ pub async fn request_envelope(State(app): State<App>, mut req: Request, next: Ne
         http.method = %method,
         http.route = route,
         http.status = status,
+        client.ip = client.map(tracing::field::display),
         duration_ms = elapsed.as_secs_f64() * 1e3,
         "request"
     );

@@ -16,6 +16,7 @@
 
 pub mod edge;
 pub mod error;
+pub mod forwarded;
 pub mod metrics;
 pub mod rate;
 pub mod routes;

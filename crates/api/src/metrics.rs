@@ -1,6 +1,8 @@
-//! Prometheus metrics of the HTTP surface, rendered by hand in the text exposition format:
+//! Prometheus metrics of the server, rendered by hand in the text exposition format:
 //! requests by route and status, a latency histogram by route, searches charged, searches
-//! running, and the size of the index answering now.
+//! running, the size of the index answering now, the durations of ingest batches and index
+//! refreshes, the state database's connection pool, the build, and the process (resident
+//! memory, open and allowed descriptors, read from `/proc/self` at scrape time).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -14,17 +16,105 @@ const BUCKETS: [f64; 12] = [
     0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
 
+/// Upper bounds of the ingest-batch and index-refresh histograms, in seconds (a delta
+/// refresh takes milliseconds to seconds, a full rebuild minutes).
+const SLOW_BUCKETS: [f64; 12] = [
+    0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0,
+];
+
 #[derive(Debug, Default, Clone)]
 struct Histogram {
-    counts: [u64; BUCKETS.len()],
+    counts: Vec<u64>,
     count: u64,
     sum: f64,
+}
+
+impl Histogram {
+    fn observe(&mut self, bounds: &[f64], secs: f64) {
+        self.counts.resize(bounds.len(), 0);
+        for (bound, n) in bounds.iter().zip(self.counts.iter_mut()) {
+            if secs <= *bound {
+                *n += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += secs;
+    }
+
+    /// The series of this histogram; `labels` is empty or ends with a comma.
+    fn render(&self, out: &mut String, name: &str, labels: &str, bounds: &[f64]) {
+        for (i, bound) in bounds.iter().enumerate() {
+            let n = self.counts.get(i).copied().unwrap_or(0);
+            let _ = writeln!(out, "{name}_bucket{{{labels}le=\"{bound}\"}} {n}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels}le=\"+Inf\"}} {}", self.count);
+        let bare = labels.trim_end_matches(',');
+        let braces = |l: &str| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("{{{l}}}")
+            }
+        };
+        let _ = writeln!(out, "{name}_sum{} {}", braces(bare), self.sum);
+        let _ = writeln!(out, "{name}_count{} {}", braces(bare), self.count);
+    }
 }
 
 #[derive(Debug, Default)]
 struct Counters {
     requests: BTreeMap<(&'static str, u16), u64>,
     latency: BTreeMap<&'static str, Histogram>,
+    ingest: Histogram,
+    refresh: BTreeMap<&'static str, Histogram>,
+}
+
+/// What the process uses now, read from `/proc/self` (Linux).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Process {
+    /// Resident memory, in bytes (`VmRSS`).
+    pub resident_bytes: u64,
+    /// Open file descriptors.
+    pub open_fds: u64,
+    /// The soft limit on descriptors.
+    pub max_fds: u64,
+}
+
+impl Process {
+    /// Reads the process's figures; `None` where `/proc/self` cannot be read.
+    pub fn read() -> Option<Self> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let rss_kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
+        let open_fds = std::fs::read_dir("/proc/self/fd").ok()?.count() as u64;
+        let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+        let max_fds = limits
+            .lines()
+            .find_map(|l| l.strip_prefix("Max open files"))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|soft| soft.parse().ok())
+            .unwrap_or(0);
+        Some(Self {
+            resident_bytes: rss_kb * 1024,
+            // The directory read itself held one descriptor.
+            open_fds: open_fds.saturating_sub(1),
+            max_fds,
+        })
+    }
+}
+
+/// The state database's connection pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pool {
+    /// Connections open (in use or idle).
+    pub open: u32,
+    /// Connections idle.
+    pub idle: u32,
 }
 
 /// The request counters.
@@ -42,6 +132,10 @@ pub struct Gauges {
     pub searches_running: u32,
     /// The index answering now.
     pub index: IndexGauge,
+    /// The state database's pool.
+    pub pool: Pool,
+    /// The process (`None`: not readable here).
+    pub process: Option<Process>,
 }
 
 impl Metrics {
@@ -49,15 +143,25 @@ impl Metrics {
     pub fn observe(&self, route: &'static str, status: u16, elapsed: Duration) {
         let mut c = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
         *c.requests.entry((route, status)).or_default() += 1;
-        let h = c.latency.entry(route).or_default();
-        let secs = elapsed.as_secs_f64();
-        for (bound, n) in BUCKETS.iter().zip(h.counts.iter_mut()) {
-            if secs <= *bound {
-                *n += 1;
-            }
-        }
-        h.count += 1;
-        h.sum += secs;
+        c.latency
+            .entry(route)
+            .or_default()
+            .observe(&BUCKETS, elapsed.as_secs_f64());
+    }
+
+    /// Records one ingest batch applied through the ingest socket.
+    pub fn observe_ingest(&self, elapsed: Duration) {
+        let mut c = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
+        c.ingest.observe(&SLOW_BUCKETS, elapsed.as_secs_f64());
+    }
+
+    /// Records one index refresh that swapped in a new view; `kind` is `delta` or `full`.
+    pub fn observe_refresh(&self, kind: &'static str, elapsed: Duration) {
+        let mut c = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
+        c.refresh
+            .entry(kind)
+            .or_default()
+            .observe(&SLOW_BUCKETS, elapsed.as_secs_f64());
     }
 
     /// The exposition text.
@@ -77,26 +181,33 @@ impl Metrics {
         out.push_str("# HELP periscope_http_request_duration_seconds Time to answer, by route.\n");
         out.push_str("# TYPE periscope_http_request_duration_seconds histogram\n");
         for (route, h) in &c.latency {
-            for (bound, n) in BUCKETS.iter().zip(h.counts.iter()) {
-                let _ = writeln!(
-                    out,
-                    "periscope_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {n}"
-                );
-            }
-            let _ = writeln!(
-                out,
-                "periscope_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
-                h.count
+            h.render(
+                &mut out,
+                "periscope_http_request_duration_seconds",
+                &format!("route=\"{route}\","),
+                &BUCKETS,
             );
-            let _ = writeln!(
-                out,
-                "periscope_http_request_duration_seconds_sum{{route=\"{route}\"}} {}",
-                h.sum
-            );
-            let _ = writeln!(
-                out,
-                "periscope_http_request_duration_seconds_count{{route=\"{route}\"}} {}",
-                h.count
+        }
+        out.push_str(
+            "# HELP periscope_ingest_batch_duration_seconds Time to apply one batch sent to the ingest socket.\n",
+        );
+        out.push_str("# TYPE periscope_ingest_batch_duration_seconds histogram\n");
+        c.ingest.render(
+            &mut out,
+            "periscope_ingest_batch_duration_seconds",
+            "",
+            &SLOW_BUCKETS,
+        );
+        out.push_str(
+            "# HELP periscope_index_refresh_duration_seconds Time of an index refresh that swapped in a new view, by kind (delta, full).\n",
+        );
+        out.push_str("# TYPE periscope_index_refresh_duration_seconds histogram\n");
+        for (kind, h) in &c.refresh {
+            h.render(
+                &mut out,
+                "periscope_index_refresh_duration_seconds",
+                &format!("kind=\"{kind}\","),
+                &SLOW_BUCKETS,
             );
         }
         let gauge = |out: &mut String, name: &str, kind: &str, help: &str, value: u64| {
@@ -140,12 +251,56 @@ impl Metrics {
             "Store generation the answering snapshot was built from.",
             gauges.index.generation,
         );
+        gauge(
+            &mut out,
+            "periscope_state_pool_connections",
+            "gauge",
+            "Connections the state database's pool holds open (in use or idle).",
+            u64::from(gauges.pool.open),
+        );
+        gauge(
+            &mut out,
+            "periscope_state_pool_idle_connections",
+            "gauge",
+            "Idle connections in the state database's pool.",
+            u64::from(gauges.pool.idle),
+        );
+        let _ = writeln!(
+            out,
+            "# HELP periscope_build_info The running build.\n# TYPE periscope_build_info gauge\n\
+             periscope_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        );
+        if let Some(p) = gauges.process {
+            gauge(
+                &mut out,
+                "process_resident_memory_bytes",
+                "gauge",
+                "Resident memory size in bytes.",
+                p.resident_bytes,
+            );
+            gauge(
+                &mut out,
+                "process_open_fds",
+                "gauge",
+                "Number of open file descriptors.",
+                p.open_fds,
+            );
+            gauge(
+                &mut out,
+                "process_max_fds",
+                "gauge",
+                "Maximum number of open file descriptors.",
+                p.max_fds,
+            );
+        }
         out
     }
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
     use super::*;
 
     #[test]
@@ -162,6 +317,8 @@ mod tests {
                 services: 9,
                 generation: 3,
             },
+            pool: Pool { open: 4, idle: 3 },
+            process: Process::read(),
         });
         assert!(
             text.contains("periscope_http_requests_total{route=\"/v1/search\",status=\"200\"} 2\n")
@@ -185,5 +342,35 @@ mod tests {
         );
         assert!(text.contains("periscope_searches_charged_total 2\n"));
         assert!(text.contains("periscope_index_hosts 7\n"));
+        assert!(text.contains("periscope_state_pool_connections 4\n"));
+        assert!(text.contains("periscope_state_pool_idle_connections 3\n"));
+        assert!(text.contains("process_resident_memory_bytes "));
+    }
+
+    #[test]
+    fn ingest_and_refresh_durations_are_histograms() {
+        let m = Metrics::default();
+        m.observe_ingest(Duration::from_millis(20));
+        m.observe_refresh("delta", Duration::from_millis(3));
+        m.observe_refresh("full", Duration::from_secs(40));
+        let text = m.render(Gauges::default());
+        assert!(text.contains("periscope_ingest_batch_duration_seconds_bucket{le=\"0.01\"} 0\n"));
+        assert!(text.contains("periscope_ingest_batch_duration_seconds_bucket{le=\"0.05\"} 1\n"));
+        assert!(text.contains("periscope_ingest_batch_duration_seconds_count 1\n"));
+        assert!(text.contains(
+            "periscope_index_refresh_duration_seconds_bucket{kind=\"delta\",le=\"0.005\"} 1\n"
+        ));
+        assert!(text.contains(
+            "periscope_index_refresh_duration_seconds_bucket{kind=\"full\",le=\"30\"} 0\n"
+        ));
+        assert!(text.contains("periscope_index_refresh_duration_seconds_count{kind=\"full\"} 1\n"));
+        assert!(text.contains("periscope_build_info{version=\""));
+    }
+
+    #[test]
+    fn the_process_reads_plausibly() {
+        let p = Process::read().unwrap();
+        assert!(p.resident_bytes > 1 << 20, "{p:?}");
+        assert!(p.open_fds >= 3 && p.open_fds < p.max_fds, "{p:?}");
     }
 }

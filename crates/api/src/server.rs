@@ -17,6 +17,8 @@
 //!   with `X-Request-ID`. Past what the HTTP parser buffers ([`PARSER_BUFFER_BYTES`]) the
 //!   parser itself answers a bare 431 and closes.
 //! - **HSTS**: with `hsts`, every response carries `Strict-Transport-Security`.
+//! - **Client address**: from a peer in `trusted_proxies`, the address `X-Forwarded-For`
+//!   names ([`crate::forwarded`]); the handlers see it as the `ConnectInfo` peer address.
 //!
 //! Each connection runs in a task of its own with a watchdog in the same task: the connection
 //! reports (through its stream's reads and the request hooks) when it starts reading a request,
@@ -50,6 +52,7 @@ use tower::ServiceExt;
 
 use crate::ApiError;
 use crate::edge::{RequestId, X_REQUEST_ID};
+use crate::forwarded::{Cidr, client_address};
 
 /// The most bytes of request line and headers answered normally (16 KiB); more is 431.
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
@@ -64,7 +67,7 @@ pub const RESERVED_DESCRIPTORS: u64 = 128;
 pub const HSTS_VALUE: &str = "max-age=31536000";
 
 /// How connections are bounded (see the module documentation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// Time for a request's headers, from its first byte.
     pub header_timeout: Duration,
@@ -76,6 +79,8 @@ pub struct Settings {
     pub max_connections: u32,
     /// Send `Strict-Transport-Security` (the public URL is https).
     pub hsts: bool,
+    /// Reverse proxies whose `X-Forwarded-For` names the client (empty: none).
+    pub trusted_proxies: Arc<[Cidr]>,
 }
 
 impl Default for Settings {
@@ -86,6 +91,7 @@ impl Default for Settings {
             body_timeout: Duration::from_secs(30),
             max_connections: 10_000,
             hsts: false,
+            trusted_proxies: Arc::new([]),
         }
     }
 }
@@ -167,7 +173,7 @@ pub async fn serve(
             tracker: Arc::clone(&tracker),
             builder: Arc::clone(&builder),
             router: router.clone(),
-            settings,
+            settings: settings.clone(),
             peer,
             stop: stop_rx.clone(),
         };
@@ -324,11 +330,12 @@ impl Connection {
             let (router, conn, settings, peer) = (
                 self.router.clone(),
                 Arc::clone(&self.conn),
-                self.settings,
+                self.settings.clone(),
                 self.peer,
             );
             hyper::service::service_fn(move |req: Request<Incoming>| {
-                let (router, conn) = (router.clone(), Arc::clone(&conn));
+                let (router, conn, settings) =
+                    (router.clone(), Arc::clone(&conn), settings.clone());
                 conn.begin_request();
                 async move {
                     let response = answer(router, req, settings, peer).await;
@@ -407,7 +414,8 @@ async fn answer(
         }
         response
     } else {
-        parts.extensions.insert(ConnectInfo(peer));
+        let client = client_address(peer, &parts.headers, &settings.trusted_proxies);
+        parts.extensions.insert(ConnectInfo(client));
         let body = Body::new(Deadline::new(body, settings.body_timeout));
         match router.oneshot(Request::from_parts(parts, body)).await {
             Ok(response) => response,

@@ -132,6 +132,9 @@ pub struct Http {
     /// `max_connections`: connections open at once (default 10,000, and never more than the
     /// descriptor limit leaves room for).
     pub max_connections: u32,
+    /// `trusted_proxies`: reverse proxies whose `X-Forwarded-For` names the client (default
+    /// none).
+    pub trusted_proxies: Vec<periscope_api::forwarded::Cidr>,
 }
 
 /// The `[dns]` section.
@@ -167,6 +170,7 @@ impl Default for Config {
                 idle_timeout: Duration::from_secs(60),
                 body_timeout: Duration::from_secs(30),
                 max_connections: 10_000,
+                trusted_proxies: Vec::new(),
             },
             limits: Limits {
                 daily_searches: DailyLimit::DEFAULT,
@@ -722,6 +726,20 @@ const KEYS: &[Key] = &[
         },
     },
     Key {
+        section: Some("http"),
+        name: "trusted_proxies",
+        expected: "a list of address blocks of reverse proxies, such as [\"127.0.0.1/32\", \
+                   \"10.0.0.0/8\"] (comma-separated in a variable or flag)",
+        set: |c, raw| {
+            c.http.trusted_proxies = raw
+                .strings()?
+                .into_iter()
+                .map(|s| s.parse().ok())
+                .collect::<Option<_>>()?;
+            Some(())
+        },
+    },
+    Key {
         section: None,
         name: "public_url",
         expected: "an http(s) URL without path or trailing slash, such as https://periscope.example.com",
@@ -1092,6 +1110,7 @@ timeout_ms = 500
                 "PERISCOPE_HTTP_IDLE_TIMEOUT_SECS",
                 "PERISCOPE_HTTP_BODY_TIMEOUT_MS",
                 "PERISCOPE_HTTP_MAX_CONNECTIONS",
+                "PERISCOPE_HTTP_TRUSTED_PROXIES",
                 "PERISCOPE_PUBLIC_URL",
                 "PERISCOPE_SIGNIN_SMTP_HOST",
                 "PERISCOPE_SIGNIN_SMTP_PORT",

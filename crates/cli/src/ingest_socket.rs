@@ -216,11 +216,24 @@ pub(crate) type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
 /// Accepts ingest connections until the task is dropped; each is served on its own task
 /// (their batches are applied one at a time by the store's lock).
-pub(crate) async fn serve(listener: UnixListener, live: Arc<LiveIndex>, clock: Clock) {
+/// Told how long each batch took to apply (the `/metrics` ingest histogram).
+pub(crate) type OnBatch = Arc<dyn Fn(std::time::Duration) + Send + Sync>;
+
+pub(crate) async fn serve(
+    listener: UnixListener,
+    live: Arc<LiveIndex>,
+    clock: Clock,
+    on_batch: OnBatch,
+) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tokio::spawn(connection(stream, Arc::clone(&live), Arc::clone(&clock)));
+                tokio::spawn(connection(
+                    stream,
+                    Arc::clone(&live),
+                    Arc::clone(&clock),
+                    Arc::clone(&on_batch),
+                ));
             }
             Err(e) => {
                 tracing::warn!(error = %e, "the ingest socket could not accept a connection");
@@ -238,11 +251,25 @@ struct Served {
     rejected: u64,
 }
 
-async fn connection(stream: tokio::net::UnixStream, live: Arc<LiveIndex>, clock: Clock) {
+async fn connection(
+    stream: tokio::net::UnixStream,
+    live: Arc<LiveIndex>,
+    clock: Clock,
+    on_batch: OnBatch,
+) {
     let (mut input, mut output) = stream.into_split();
     let mut served = Served::default();
     tracing::info!("ingest connection opened");
-    match exchange_frames(&mut input, &mut output, &live, &clock, &mut served).await {
+    match exchange_frames(
+        &mut input,
+        &mut output,
+        &live,
+        &clock,
+        &on_batch,
+        &mut served,
+    )
+    .await
+    {
         Ok(()) => tracing::info!(
             batches = served.batches,
             applied = served.applied,
@@ -269,6 +296,7 @@ async fn exchange_frames(
     output: &mut tokio::net::unix::OwnedWriteHalf,
     live: &Arc<LiveIndex>,
     clock: &Clock,
+    on_batch: &OnBatch,
     served: &mut Served,
 ) -> Result<()> {
     let mut magic = vec![0; MAGIC.len()];
@@ -313,10 +341,12 @@ async fn exchange_frames(
             )?;
             let live = Arc::clone(live);
             let now = clock();
+            let started = std::time::Instant::now();
             let (summary, rejected) =
                 tokio::task::spawn_blocking(move || apply_lines(&live, &lines, now))
                     .await
                     .context("the store thread failed")??;
+            on_batch(started.elapsed());
             served.batches += 1;
             served.applied += summary.applied;
             served.rejected += rejected.len() as u64;
@@ -406,7 +436,12 @@ mod tests {
         let (listener, path) = runtime.block_on(async { bind(dir) }).unwrap();
         let mode = fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "only the owner may connect");
-        runtime.spawn(serve(listener, Arc::clone(&live), Arc::new(move || now)));
+        runtime.spawn(serve(
+            listener,
+            Arc::clone(&live),
+            Arc::new(move || now),
+            Arc::new(|_| {}),
+        ));
         (live, runtime)
     }
 

@@ -16,7 +16,12 @@
 //! connection cap; at start the process raises its descriptor limit to the hard limit and
 //! creates the data directory 0700 (it holds `state.db`, with the sign-in keys).
 //!
-//! Logs go to standard error, as text or one JSON object per line (`log_format`). No log
+//! Responses are gzip-compressed for clients that ask. `/metrics` also records the time of
+//! each ingest batch and of each index refresh (the refresher runs here, not in
+//! `LiveIndex::spawn_refresher`, to time them).
+//!
+//! Logs go to standard error, as text or one JSON object per line (`log_format`), at the
+//! levels `RUST_LOG` selects (default `info`). No log
 //! line carries a request header, body, key, password or cookie.
 
 use std::net::SocketAddr;
@@ -87,7 +92,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     if let Some(listen) = &args.listen {
         config.apply_flag("listen", "--listen", listen)?;
     }
-    init_logging(config.log_format);
+    init_logging(config.log_format)?;
     let demo = args.demo.then_some(args.demo_hosts);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -98,16 +103,46 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn init_logging(format: LogFormat) {
+/// The environment variable holding the log filter.
+pub(crate) const LOG_FILTER_ENV: &str = "RUST_LOG";
+
+/// Logs to standard error in `format`, at the levels `RUST_LOG` asks for (default `info`):
+/// `warn`, `debug`, or per target such as `info,periscope_api=warn,sqlx=debug`. A filter
+/// that does not parse is an error naming the variable.
+pub(crate) fn init_logging(format: LogFormat) -> Result<()> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = match std::env::var(LOG_FILTER_ENV) {
+        Ok(value) if !value.trim().is_empty() => log_filter(&value)?,
+        _ => log_filter("info")?,
+    };
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::INFO)
+        .with_max_level(tracing::Level::TRACE)
         .with_ansi(false);
     // A subscriber set earlier (tests running twice in one process) stays.
     let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.finish().with(filter).try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .finish()
+            .with(filter)
+            .try_init(),
     };
+    Ok(())
+}
+
+/// Parses a `RUST_LOG`-style filter: comma-separated `level` or `target=level` directives
+/// (levels `off`, `error`, `warn`, `info`, `debug`, `trace`).
+pub(crate) fn log_filter(value: &str) -> Result<tracing_subscriber::filter::Targets> {
+    value.trim().parse().map_err(|e| {
+        anyhow!(
+            "{LOG_FILTER_ENV}={value:?} is not a log filter ({e}); write a level (error, warn, \
+             info, debug, trace, off) or comma-separated target=level directives, such as \
+             info,periscope_api=warn"
+        )
+    })
 }
 
 /// The index as `/readyz` and `/metrics` see it.
@@ -127,6 +162,58 @@ impl IndexProbe for LiveProbe {
     fn ready(&self) -> bool {
         true
     }
+}
+
+/// Every [`REFRESH_EVERY`] until `stop`: a full rebuild on a thread of its own when one is
+/// due and none runs, and a delta refresh — what `LiveIndex::spawn_refresher` does, with the
+/// time of each refresh that swapped in a view recorded in the metrics.
+fn spawn_refresher(
+    live: Arc<LiveIndex>,
+    clock: Arc<SystemClock>,
+    stop: Arc<AtomicBool>,
+    metrics: Arc<periscope_api::Metrics>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let failed = |e: &periscope_index::engine::BuildError| {
+        tracing::error!(error = %error_chain(e), "index refresh failed");
+    };
+    std::thread::Builder::new()
+        .name("index-refresh".into())
+        .spawn(move || {
+            let rebuilding = Arc::new(AtomicBool::new(false));
+            while !stop.load(Ordering::SeqCst) {
+                std::thread::sleep(REFRESH_EVERY);
+                let now = clock.now();
+                if live.full_rebuild_due(now) && !rebuilding.swap(true, Ordering::SeqCst) {
+                    let (live, flag, metrics) = (
+                        Arc::clone(&live),
+                        Arc::clone(&rebuilding),
+                        Arc::clone(&metrics),
+                    );
+                    let spawned = std::thread::Builder::new()
+                        .name("index-rebuild".into())
+                        .spawn(move || {
+                            let started = std::time::Instant::now();
+                            // `refresh` rebuilds in full when one is due and none runs.
+                            match live.refresh(now) {
+                                Ok(true) => metrics.observe_refresh("full", started.elapsed()),
+                                Ok(false) => {}
+                                Err(e) => failed(&e),
+                            }
+                            flag.store(false, Ordering::SeqCst);
+                        });
+                    if spawned.is_err() {
+                        rebuilding.store(false, Ordering::SeqCst);
+                        tracing::warn!("no thread for a full index rebuild; trying again later");
+                    }
+                }
+                let started = std::time::Instant::now();
+                match live.refresh_delta(now) {
+                    Ok(true) => metrics.observe_refresh("delta", started.elapsed()),
+                    Ok(false) => {}
+                    Err(e) => failed(&e),
+                }
+            }
+        })
 }
 
 /// Raises the soft descriptor limit to the hard one and returns the limit in force.
@@ -220,17 +307,15 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
         Arc::new(LiveProbe(Arc::clone(&live))),
     );
 
+    let metrics = Arc::clone(&app.metrics);
     let stop = Arc::new(AtomicBool::new(false));
-    let refresher = {
-        let clock = clock.clone();
-        live.spawn_refresher(
-            REFRESH_EVERY,
-            move || clock.now(),
-            Arc::clone(&stop),
-            |e| tracing::error!(error = %error_chain(&e), "index refresh failed"),
-        )
-        .context("cannot start the index refresher")?
-    };
+    let refresher = spawn_refresher(
+        Arc::clone(&live),
+        clock.clone(),
+        Arc::clone(&stop),
+        Arc::clone(&metrics),
+    )
+    .context("cannot start the index refresher")?;
 
     let (ingest_listener, socket_path) = ingest_socket::bind(&data)?;
     let ingest_task = {
@@ -239,6 +324,10 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
             ingest_listener,
             Arc::clone(&live),
             Arc::new(move || clock.now()),
+            {
+                let metrics = Arc::clone(&metrics);
+                Arc::new(move |elapsed| metrics.observe_ingest(elapsed))
+            },
         ))
     };
 
@@ -263,6 +352,9 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
         // Every page of the demo says the data is synthetic (DECISIONS.md).
         router = router.layer(axum::middleware::map_response(periscope_web::mark_demo));
     }
+    // gzip for clients that ask (`Accept-Encoding: gzip`); bodies under 32 bytes, images and
+    // event streams are sent as they are.
+    router = router.layer(tower_http::compression::CompressionLayer::new());
     let purger = {
         let (browser, signin) = (browser.clone(), signin.clone());
         tokio::spawn(async move {
@@ -286,6 +378,7 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
         body_timeout: config.http.body_timeout,
         max_connections: server::connection_cap(config.http.max_connections, descriptors),
         hsts: public_url.starts_with("https://"),
+        trusted_proxies: config.http.trusted_proxies.clone().into(),
     };
     tracing::info!(address = %address, data = %data.display(), public_url = %public_url,
         descriptors, max_connections = settings.max_connections, "listening");

@@ -47,7 +47,7 @@ pub(crate) struct Args {
 /// Runs `periscope signin`.
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     let config = args.config.load()?;
-    init_logging(config.log_format);
+    init_logging(config.log_format)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("periscope-signin")

@@ -149,6 +149,14 @@ impl State {
         Ok(())
     }
 
+    /// The connection pool now: `(open, idle)` connections (for the `/metrics` gauges).
+    pub fn pool_status(&self) -> (u32, u32) {
+        db::on_db!(&self.db, |pool| (
+            pool.size(),
+            u32::try_from(pool.num_idle()).unwrap_or(u32::MAX)
+        ))
+    }
+
     /// Closes the pool, waiting for connections in use to be returned.
     pub async fn close(&self) {
         self.db.close().await;

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::App;
 use crate::edge::{RequestId, json, json_with_status};
-use crate::metrics::Gauges;
+use crate::metrics::{Gauges, Pool, Process};
 
 #[derive(Serialize)]
 struct Status<'a> {
@@ -51,6 +51,11 @@ pub async fn metrics(State(app): State<App>) -> Response {
         searches_charged: app.service.searches_charged(),
         searches_running: app.service.running(),
         index: app.probe.gauge(),
+        pool: {
+            let (open, idle) = app.service.state().pool_status();
+            Pool { open, idle }
+        },
+        process: Process::read(),
     });
     (
         [(

@@ -1,0 +1,427 @@
+//! `periscope serve` behind Debian's nginx terminating TLS, with the shipped example
+//! `packaging/nginx-periscope.conf` (its name, ports, certificate and upstream replaced): over
+//! https with a test certificate, the pages answer through the proxy, every response carries
+//! HSTS, the cookies are `Secure`, and an API request and a refused sign-in are logged with
+//! the browser's address
+//! (curl connects from 127.0.0.2, Chromium from 127.0.0.1, nginx from 127.0.0.3, the trusted
+//! proxy), even when
+//! the browser sends an `X-Forwarded-For` of its own. A client reaching the server directly
+//! cannot name its address with that header. nginx runs in the foreground with its own
+//! prefix, configuration, pid file and ports, never the system service.
+//!
+//! Then the same through Chromium (`tests/browser/proxy.mjs`, playwright-core from
+//! `crates/web/tests/browser`): pages with HSTS, every cookie Secure, and the refused sign-in
+//! logged with the browser's address.
+//!
+//! Needs Debian's `nginx`, `openssl`, `curl`, `chromium` and `nodejs`, and
+//! `npm ci --prefix crates/web/tests/browser`; a missing one fails under CI (CI=true) and
+//! skips, loudly, elsewhere.
+
+#![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{command, scratch, text};
+
+const NAME: &str = "periscope.test";
+
+fn have(tool: &str, package: &str) -> bool {
+    let found = Command::new("sh")
+        .args([
+            "-c",
+            &format!("command -v {tool} || test -x /usr/sbin/{tool}"),
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{tool} is missing (Debian package `{package}`); CI must have it"
+        );
+        eprintln!("SKIPPED: {tool} is missing (Debian package `{package}`)");
+    }
+    found
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Kills the child (nginx or the server) when the test ends, even on a panic.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A self-signed certificate for [`NAME`]: (certificate, key).
+fn certificate(dir: &Path) -> (String, String) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "2", "-subj", &format!("/CN={NAME}")])
+        .args(["-addext", &format!("subjectAltName=DNS:{NAME}")])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "openssl: {}", text(&out.stderr));
+    (
+        cert.to_str().unwrap().to_owned(),
+        key.to_str().unwrap().to_owned(),
+    )
+}
+
+/// The shipped site configuration made to run here, inside a whole nginx.conf.
+fn nginx_conf(dir: &Path, https: u16, http: u16, upstream: &str, cert: &str, key: &str) -> String {
+    let site = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/nginx-periscope.conf"),
+    )
+    .unwrap();
+    for expected in [
+        "listen 443 ssl http2;",
+        "listen 80;",
+        "proxy_pass http://127.0.0.1:8080;",
+        "proxy_set_header X-Forwarded-For $remote_addr;",
+        "/etc/ssl/periscope/fullchain.pem",
+        "/etc/ssl/periscope/privkey.pem",
+    ] {
+        assert!(site.contains(expected), "the example lacks {expected}");
+    }
+    let site = site
+        .replace(
+            "listen 443 ssl http2;",
+            &format!("listen 127.0.0.1:{https} ssl http2;"),
+        )
+        .replace("listen [::]:443 ssl http2;", "")
+        .replace("listen 80;", &format!("listen 127.0.0.1:{http};"))
+        .replace("listen [::]:80;", "")
+        .replace("periscope.example.com", NAME)
+        .replace("/etc/ssl/periscope/fullchain.pem", cert)
+        .replace("/etc/ssl/periscope/privkey.pem", key)
+        .replace("http://127.0.0.1:8080", &format!("http://{upstream}"))
+        // nginx connects from 127.0.0.3, so that the proxy, curl (127.0.0.2) and Chromium
+        // (127.0.0.1) each have their own address.
+        .replace(
+            "proxy_http_version 1.1;",
+            "proxy_http_version 1.1;\n        proxy_bind 127.0.0.3;",
+        );
+    let d = dir.display();
+    format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+         error_log {d}/error.log info;\nevents {{ worker_connections 64; }}\n\
+         http {{\n  access_log {d}/access.log;\n  client_body_temp_path {d}/body;\n\
+         proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
+         uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n{site}\n}}\n"
+    )
+}
+
+/// One curl exchange over https through nginx from 127.0.0.2: (status, headers, body).
+fn curl(https: u16, cacert: &str, jar: &Path, path: &str, extra: &[&str]) -> (u16, String, String) {
+    let out = Command::new("curl")
+        .args(["-sS", "--max-time", "30", "--interface", "127.0.0.2"])
+        .args(["--resolve", &format!("{NAME}:{https}:127.0.0.1")])
+        .args([
+            "--cacert",
+            cacert,
+            "-D",
+            "-",
+            "-o",
+            "-",
+            "-w",
+            "\n%{http_code}",
+        ])
+        .arg("-c")
+        .arg(jar)
+        .arg("-b")
+        .arg(jar)
+        .args(extra)
+        .arg(format!("https://{NAME}:{https}{path}"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "curl {path}: {}", text(&out.stderr));
+    let all = text(&out.stdout);
+    let (rest, status) = all.rsplit_once('\n').unwrap();
+    let (headers, body) = rest.split_once("\r\n\r\n").unwrap_or((rest, ""));
+    (
+        status.trim().parse().unwrap(),
+        headers.to_owned(),
+        body.to_owned(),
+    )
+}
+
+fn set_cookies(headers: &str) -> Vec<String> {
+    headers
+        .lines()
+        .filter_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("set-cookie")
+                .then(|| value.trim().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn through_nginx_with_tls_hsts_secure_cookies_and_the_browsers_address() {
+    if !(have("nginx", "nginx") && have("openssl", "openssl") && have("curl", "curl")) {
+        return;
+    }
+    let dir = scratch("proxy_nginx");
+    let data = dir.join("data");
+    let (cert, key) = certificate(&dir);
+    let https = free_port();
+    let public_url = format!("https://{NAME}:{https}");
+
+    // A bad proxy list is refused at start, naming the key.
+    let out = command(&["serve", "--data", data.to_str().unwrap()])
+        .env("PERISCOPE_HTTP_TRUSTED_PROXIES", "127.0.0.1/40")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("trusted_proxies"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let mut server = command(&[
+        "serve",
+        "--data",
+        data.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ])
+    .env("PERISCOPE_DNS_SERVERS", "127.0.0.1:9")
+    .env("PERISCOPE_PUBLIC_URL", &public_url)
+    .env("PERISCOPE_HTTP_TRUSTED_PROXIES", "127.0.0.3/32")
+    .env("RUST_LOG", "info")
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stderr = server.stderr.take().unwrap();
+    let server = Reaped(server);
+    let (tx, lines) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let upstream = loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("no serving line: {seen:?}"));
+        if let Some(rest) = line.strip_prefix("periscope: serving http://") {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+        seen.push(line);
+    };
+
+    let http = free_port();
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, nginx_conf(&dir, https, http, &upstream, &cert, &key)).unwrap();
+    let nginx = Command::new("/usr/sbin/nginx")
+        .arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _nginx = Reaped(nginx);
+    let jar = dir.join("cookies.txt");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", https)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "nginx did not start: {}",
+            std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Plain http is sent to https.
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{redirect_url}",
+        ])
+        .arg(format!("http://127.0.0.1:{http}/"))
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), format!("301 https://127.0.0.1/"));
+
+    // The sign-in page over https: HSTS, and its CSRF cookie Secure.
+    let (status, headers, body) = curl(https, &cert, &jar, "/auth/signin", &[]);
+    assert_eq!(status, 200, "{headers}\n{body}");
+    assert!(
+        headers
+            .to_ascii_lowercase()
+            .contains("strict-transport-security: max-age=31536000"),
+        "{headers}"
+    );
+    let cookies = set_cookies(&headers);
+    let csrf_cookie = cookies
+        .iter()
+        .find(|c| c.starts_with("periscope_signin_csrf="))
+        .unwrap_or_else(|| panic!("no CSRF cookie: {headers}"))
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    for cookie in &cookies {
+        assert!(cookie.contains("; Secure"), "not Secure: {cookie}");
+    }
+    // The browser application's first page sets its own cookie, Secure too.
+    let (status, headers, _) = curl(https, &cert, &jar, "/", &[]);
+    assert!(status < 500, "{headers}");
+    assert!(
+        headers
+            .to_ascii_lowercase()
+            .contains("strict-transport-security")
+    );
+    for cookie in set_cookies(&headers) {
+        assert!(cookie.contains("; Secure"), "not Secure: {cookie}");
+    }
+
+    // An API request through the proxy is logged with the browser's address.
+    let (status, _, _) = curl(https, &cert, &jar, "/healthz", &[]);
+    assert_eq!(status, 200);
+    let logged = wait_for(&lines, &mut seen, "http.route=\"/healthz\"");
+    assert!(logged.contains("client.ip=127.0.0.2"), "{logged}");
+
+    // A refused sign-in from the browser at 127.0.0.2, which also claims another address.
+    let csrf = body_field(&body, "csrf");
+    let form = format!("csrf={csrf}&email=nobody%40example.com&password=wrong-password");
+    let (status, headers, _) = curl(
+        https,
+        &cert,
+        &jar,
+        "/auth/signin",
+        &["-H", "X-Forwarded-For: 203.0.113.9", "--data", &form],
+    );
+    assert_eq!(status, 401, "{headers}");
+    let refused = wait_for(&lines, &mut seen, "sign-in refused");
+    assert!(refused.contains("client.ip=127.0.0.2"), "{refused}");
+
+    // Directly, not through the proxy, from 127.0.0.4: the header names nobody. (The
+    // cookie is Secure, so it is handed over by hand on plain http.)
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "--interface",
+            "127.0.0.4",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+        ])
+        .args(["-H", &format!("Cookie: {csrf_cookie}")])
+        .args(["-H", "X-Forwarded-For: 203.0.113.9", "--data", &form])
+        .arg(format!("http://{upstream}/auth/signin"))
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "401", "{}", text(&out.stderr));
+    let refused = wait_for(&lines, &mut seen, "sign-in refused");
+    assert!(refused.contains("client.ip=127.0.0.4"), "{refused}");
+
+    chromium_through_nginx(&public_url, &lines, &mut seen);
+    drop(server);
+}
+
+/// The Chromium part (`tests/browser/proxy.mjs`): pages through nginx with HSTS and Secure
+/// cookies, and the refused sign-in logged with the browser's address (127.0.0.1), not the
+/// proxy's (127.0.0.3).
+fn chromium_through_nginx(
+    public_url: &str,
+    lines: &mpsc::Receiver<String>,
+    seen: &mut Vec<String>,
+) {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let playwright = manifest.join("../web/tests/browser");
+    let ready = playwright
+        .join("node_modules/playwright-core/package.json")
+        .exists()
+        && Path::new(
+            &std::env::var("PERISCOPE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
+        )
+        .exists()
+        && have("node", "nodejs");
+    if !ready {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the Chromium part needs /usr/bin/chromium (Debian `chromium`), node (`nodejs`) and \
+             `npm ci --prefix crates/web/tests/browser`"
+        );
+        eprintln!("SKIPPED: the Chromium part (no chromium, node or playwright-core)");
+        return;
+    }
+    let out = Command::new("node")
+        .arg(manifest.join("tests/browser/proxy.mjs"))
+        .env("PERISCOPE_BASE", public_url)
+        .env("PERISCOPE_PLAYWRIGHT", &playwright)
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("DONE"),
+        "proxy.mjs: {stdout}\n{}",
+        text(&out.stderr)
+    );
+    eprint!("{stdout}");
+    let refused = wait_for(lines, seen, "sign-in refused");
+    assert!(refused.contains("client.ip=127.0.0.1"), "{refused}");
+}
+
+/// The value of the hidden form field `name` in `html`.
+fn body_field(html: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = html
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no {name} field in {html}"))
+        + marker.len();
+    html[start..].split('"').next().unwrap().to_owned()
+}
+
+/// The next stderr line containing `needle`.
+fn wait_for(lines: &mpsc::Receiver<String>, seen: &mut Vec<String>, needle: &str) -> String {
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no line with {needle:?}: {seen:?}"));
+        if line.contains(needle) {
+            return line;
+        }
+        seen.push(line);
+    }
+}
