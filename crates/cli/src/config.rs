@@ -16,6 +16,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use periscope_enrich::EnrichConfig;
 use periscope_index::IndexConfig;
 use periscope_state::{DEFAULT_CURSOR_LIFETIME_SECS, DailyLimit};
 use toml::Spanned;
@@ -58,6 +59,9 @@ pub struct Config {
     pub signin: SignInSettings,
     /// `[web]`: the browser application's OpenID Connect provider.
     pub web: WebSettings,
+    /// `[enrich]`: the GeoIP and ASN files `ingest` and `convert` enrich scanner output from
+    /// (`docs/enrichment.md`); all unset by default, and then nothing is enriched.
+    pub enrich: EnrichConfig,
 }
 
 /// The `[signin]` section: the sign-in service `serve` embeds under `/auth`.
@@ -190,6 +194,7 @@ impl Default for Config {
             public_url: None,
             signin: SignInSettings::default(),
             web: WebSettings::default(),
+            enrich: EnrichConfig::default(),
         }
     }
 }
@@ -528,7 +533,7 @@ impl Key {
 }
 
 /// The sections of the file; every other top-level name is a key.
-const SECTIONS: [&str; 5] = ["limits", "dns", "http", "signin", "web"];
+const SECTIONS: [&str; 6] = ["limits", "dns", "http", "signin", "web", "enrich"];
 
 /// Every key, in the order of `docs/configuration.md`.
 const KEYS: &[Key] = &[
@@ -839,6 +844,33 @@ const KEYS: &[Key] = &[
             Some(())
         },
     },
+    Key {
+        section: Some("enrich"),
+        name: "geoip_city",
+        expected: "the path of a MaxMind DB file with locations (GeoLite2 City or Country…)",
+        set: |c, raw| {
+            c.enrich.geoip_city = Some(PathBuf::from(non_empty(raw.string()?)?));
+            Some(())
+        },
+    },
+    Key {
+        section: Some("enrich"),
+        name: "geoip_asn",
+        expected: "the path of a MaxMind DB file with autonomous systems (GeoLite2 ASN…)",
+        set: |c, raw| {
+            c.enrich.geoip_asn = Some(PathBuf::from(non_empty(raw.string()?)?));
+            Some(())
+        },
+    },
+    Key {
+        section: Some("enrich"),
+        name: "asn_table",
+        expected: "the path of an iptoasn TSV table, plain or gzip",
+        set: |c, raw| {
+            c.enrich.asn_table = Some(PathBuf::from(non_empty(raw.string()?)?));
+            Some(())
+        },
+    },
 ];
 
 /// The key `name` of `section`.
@@ -1121,6 +1153,9 @@ timeout_ms = 500
                 "PERISCOPE_WEB_ISSUER",
                 "PERISCOPE_WEB_CLIENT_ID",
                 "PERISCOPE_WEB_CLIENT_SECRET",
+                "PERISCOPE_ENRICH_GEOIP_CITY",
+                "PERISCOPE_ENRICH_GEOIP_ASN",
+                "PERISCOPE_ENRICH_ASN_TABLE",
             ]
         );
         assert_eq!(
@@ -1279,6 +1314,62 @@ timeout_ms = 500
         let e = error(Some(&path), &[]);
         assert!(
             e.contains("`dns.servers`") && e.contains("(line 2)") && e.ends_with("an array"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn enrich_files_from_file_environment_and_flags() {
+        assert!(Config::load(None, no_env).unwrap().enrich.is_empty());
+        let path = file(
+            "enrich",
+            "[enrich]\ngeoip_city = \"/geo/city.mmdb\"\ngeoip_asn = \"/geo/asn.mmdb\"\n\
+             asn_table = \"/geo/ip2asn.tsv.gz\"\n",
+        );
+        let c = Config::load(Some(&path), no_env).unwrap();
+        assert_eq!(
+            c.enrich,
+            EnrichConfig {
+                geoip_city: Some("/geo/city.mmdb".into()),
+                geoip_asn: Some("/geo/asn.mmdb".into()),
+                asn_table: Some("/geo/ip2asn.tsv.gz".into()),
+            }
+        );
+        let mut c = Config::load(
+            Some(&path),
+            env(&[
+                ("PERISCOPE_ENRICH_GEOIP_CITY", "/env/city.mmdb"),
+                ("PERISCOPE_ENRICH_ASN_TABLE", "/env/ip2asn.tsv"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.enrich.geoip_city, Some("/env/city.mmdb".into()));
+        assert_eq!(c.enrich.geoip_asn, Some("/geo/asn.mmdb".into()));
+        assert_eq!(c.enrich.asn_table, Some("/env/ip2asn.tsv".into()));
+        c.apply_flag("enrich.geoip_asn", "--geoip-asn", "/flag/asn.mmdb")
+            .unwrap();
+        assert_eq!(c.enrich.geoip_asn, Some("/flag/asn.mmdb".into()));
+
+        let e = error(None, &[("PERISCOPE_ENRICH_GEOIP_ASN", "  ")]);
+        assert_eq!(
+            e,
+            "bad value for `enrich.geoip_asn` in the environment variable \
+             PERISCOPE_ENRICH_GEOIP_ASN: expected the path of a MaxMind DB file with autonomous \
+             systems (GeoLite2 ASN…), found \"  \""
+        );
+        let path = file("enrich-bad", "[enrich]\n\ngeoip_city = 5\n");
+        let e = error(Some(&path), &[]);
+        assert!(
+            e.contains("`enrich.geoip_city`")
+                && e.contains("(line 3)")
+                && e.ends_with("found the integer 5"),
+            "{e}"
+        );
+        let path = file("enrich-unknown", "[enrich]\ngeoip_country = \"/x.mmdb\"\n");
+        let e = error(Some(&path), &[]);
+        assert!(
+            e.contains("key `enrich.geoip_country`")
+                && e.ends_with("known keys: enrich.geoip_city, enrich.geoip_asn, enrich.asn_table"),
             "{e}"
         );
     }

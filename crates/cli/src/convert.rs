@@ -4,8 +4,9 @@
 //!
 //! It also holds what `ingest` and `convert` share about scanner formats: the `--format` and
 //! `--port` arguments ([`ImportArgs`]), telling an input's format ([`resolve_format`]), the
-//! one step every imported observation passes before it is stored or written
-//! ([`Prepare`], where enrichment goes), the error for an input of which nothing could be
+//! enrichment arguments and their configuration ([`EnrichArgs`]: `--config`, `[enrich]`,
+//! `--geoip-city`, `--geoip-asn`, `--asn-table`), the one step every observation passes
+//! before it is stored or written ([`Prepare`]: enrichment), the error for an input of which nothing could be
 //! read ([`nothing_read`]), and the lines that report what was not mapped
 //! ([`write_not_mapped`]).
 
@@ -17,9 +18,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use anyhow::{Context, Result, anyhow};
+use periscope_enrich::{EnrichStats, Enricher, Fill};
 use periscope_import::{Format, Importer, Item, Options, Tally, Zgrab2Ports};
 use periscope_model::observation::Observation;
 
+use crate::config::{CONFIG_FILE_ENV, Config, process_env};
 use crate::lines::open_input;
 use crate::synth::{group, now};
 
@@ -102,19 +105,100 @@ pub(crate) fn resolve_format(
     })
 }
 
-/// The step every observation passes between reading and storing (or writing): the place of
-/// enrichment. Enrichment (`crates/enrich`, `--geoip-city`, `--geoip-asn`, `--asn-table`,
-/// `[enrich]`) is applied here; an observation it changed is written again with
+/// The enrichment arguments `ingest` and `convert` share: the configuration file (its
+/// `[enrich]` section, and for `ingest` its `data`) and the flags that override it.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct EnrichArgs {
+    /// Configuration file (TOML) whose `[enrich]` section names the GeoIP and ASN files (and,
+    /// for ingest, whose `data` names the data directory); see docs/configuration.md.
+    #[arg(long, value_name = "FILE", env = CONFIG_FILE_ENV, help_heading = "Enrichment")]
+    pub config: Option<PathBuf>,
+    /// A MaxMind DB file with locations (GeoLite2/GeoIP2 City or Country, DB-IP, IPinfo
+    /// Lite): fills host.location of observations that carry none (overrides
+    /// enrich.geoip_city and PERISCOPE_ENRICH_GEOIP_CITY).
+    #[arg(long, value_name = "FILE", help_heading = "Enrichment")]
+    pub geoip_city: Option<String>,
+    /// A MaxMind DB file with autonomous systems (GeoLite2 ASN, DB-IP ASN, IPinfo Lite):
+    /// fills host.asn.network and the provider (overrides enrich.geoip_asn and
+    /// PERISCOPE_ENRICH_GEOIP_ASN).
+    #[arg(long, value_name = "FILE", help_heading = "Enrichment")]
+    pub geoip_asn: Option<String>,
+    /// An iptoasn TSV table (range_start range_end asn country organisation, plain or gzip),
+    /// asked for ASNs after --geoip-asn (overrides enrich.asn_table and
+    /// PERISCOPE_ENRICH_ASN_TABLE).
+    #[arg(long, value_name = "FILE", help_heading = "Enrichment")]
+    pub asn_table: Option<String>,
+}
+
+impl EnrichArgs {
+    /// The configuration: defaults, `--config` (or `PERISCOPE_CONFIG`), the environment, then
+    /// these flags (and `--data` when given), checked whole before anything is read.
+    pub(crate) fn load(&self, data: Option<&str>) -> Result<Config> {
+        let mut config = Config::load(self.config.as_deref(), process_env)?;
+        for (key, flag, value) in [
+            ("data", "--data", data),
+            (
+                "enrich.geoip_city",
+                "--geoip-city",
+                self.geoip_city.as_deref(),
+            ),
+            ("enrich.geoip_asn", "--geoip-asn", self.geoip_asn.as_deref()),
+            ("enrich.asn_table", "--asn-table", self.asn_table.as_deref()),
+        ] {
+            if let Some(value) = value {
+                config.apply_flag(key, flag, value)?;
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// The step every observation passes between reading and storing (or writing): enrichment
+/// (`crates/enrich`) of service observations that carry no location or ASN, with the files
+/// of `[enrich]` or the flags. An observation it changed is written again with
 /// [`periscope_import::write_observation`], so `convert` and a running server's socket see
-/// what the store gets. Today it changes nothing.
+/// what the store gets; an unchanged one keeps its line, never serialised twice.
 #[derive(Debug, Default)]
-pub(crate) struct Prepare;
+pub(crate) struct Prepare {
+    enricher: Option<Enricher>,
+    stats: EnrichStats,
+}
 
 impl Prepare {
+    /// Opens and checks every enrichment file `config` names, before anything is read: a
+    /// missing or unreadable file, or one of the wrong kind, is an error naming the setting
+    /// and the file. No file named: nothing is enriched.
+    pub(crate) fn open(config: &Config) -> Result<Self> {
+        if config.enrich.is_empty() {
+            return Ok(Self::default());
+        }
+        // The error's text already ends with the system's reason: its source chain is not
+        // kept (main prints the chain, which would say it twice).
+        let enricher = Enricher::open(&config.enrich)
+            .map_err(|e| anyhow!("{e}; nothing was read (set in [enrich], PERISCOPE_ENRICH_* or --geoip-city, --geoip-asn, --asn-table)"))?;
+        Ok(Self {
+            enricher: Some(enricher),
+            stats: EnrichStats::default(),
+        })
+    }
+
     /// Prepares one observation; true when it changed (its line must then be written again).
     pub(crate) fn apply(&mut self, observation: &mut Observation) -> bool {
-        let _ = observation;
-        false
+        let Some(enricher) = &self.enricher else {
+            return false;
+        };
+        match enricher.enrich_observation(observation) {
+            Some(outcome) => {
+                self.stats.record(&outcome);
+                outcome.location == Fill::Added || outcome.asn == Fill::Added
+            }
+            None => false,
+        }
+    }
+
+    /// What enrichment did, when a file was configured.
+    pub(crate) fn stats(&self) -> Option<&EnrichStats> {
+        self.enricher.as_ref().map(|_| &self.stats)
     }
 }
 
@@ -184,6 +268,8 @@ pub(crate) struct Args {
     files: Vec<PathBuf>,
     #[command(flatten)]
     import: ImportArgs,
+    #[command(flatten)]
+    enrich: EnrichArgs,
     /// Write to this file instead of standard output.
     #[arg(long, short, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -192,6 +278,8 @@ pub(crate) struct Args {
 /// Runs `periscope convert`.
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     let options = args.import.options()?;
+    // The enrichment files are opened and checked before any input is read.
+    let mut prepare = Prepare::open(&args.enrich.load(None)?)?;
     let out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(
             File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
@@ -199,7 +287,6 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         None => Box::new(io::stdout().lock()),
     };
     let mut out = BufWriter::with_capacity(1 << 20, out);
-    let mut prepare = Prepare;
     let mut total = Tally::default();
     let (mut observations, mut rejected) = (0u64, 0u64);
     let mut shown = 0usize;
@@ -276,6 +363,9 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         )?;
     }
     write_not_mapped(&mut err, &total)?;
+    if let Some(stats) = prepare.stats() {
+        writeln!(err, "convert: {stats}")?;
+    }
     if rejected as usize > shown {
         writeln!(
             err,

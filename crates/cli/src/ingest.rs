@@ -41,9 +41,12 @@ use periscope_index::durable::{BatchSummary, DurableStore, StoreError, StoreStat
 use periscope_model::observation::{Observation, ScanStatus};
 use periscope_synth::{SynthConfig, SynthStats, write_dataset};
 
+use periscope_enrich::EnrichStats;
 use periscope_import::{Format, Item, Tally};
 
-use crate::convert::{ImportArgs, Prepare, nothing_read, resolve_format, write_not_mapped};
+use crate::convert::{
+    EnrichArgs, ImportArgs, Prepare, nothing_read, resolve_format, write_not_mapped,
+};
 use crate::ingest_socket::{FRAME_TARGET, ServerConnection};
 use crate::lines::{ObservationLines, Parsed, Rejection, open_input};
 use crate::synth::{group, now};
@@ -78,14 +81,10 @@ pub(crate) struct Args {
     /// Censys), optionally gzip-compressed; '-' reads standard input.
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
-    /// Data directory, created when missing; the store is DIR/scan.redb.
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "PERISCOPE_DATA",
-        default_value = "./data"
-    )]
-    data: PathBuf,
+    /// Data directory, created when missing; the store is DIR/scan.redb (overrides `data` of
+    /// --config and PERISCOPE_DATA) [default: ./data].
+    #[arg(long, value_name = "DIR")]
+    data: Option<String>,
     /// Observations per batch (one write transaction each), 1 to 1,000,000.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH, value_parser = parse_batch)]
     batch: usize,
@@ -95,6 +94,8 @@ pub(crate) struct Args {
     log_batches: bool,
     #[command(flatten)]
     import: ImportArgs,
+    #[command(flatten)]
+    enrich: EnrichArgs,
 }
 
 /// Parses `--batch`: digits (`_` allowed), 1 to [`MAX_BATCH`].
@@ -245,12 +246,16 @@ type StoreResult = Result<(Target, StoreTally)>;
 
 /// Runs `periscope ingest`.
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
+    let config = args.enrich.load(args.data.as_deref())?;
+    // The enrichment files are opened and checked before any input is read.
+    let prepare = Prepare::open(&config)?;
     let report = ingest_with(
-        &args.data,
+        &config.data,
         &args.files,
         args.batch,
         args.log_batches,
         &args.import,
+        prepare,
     )?;
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -269,18 +274,26 @@ pub(crate) fn ingest_paths(
     batch: usize,
     log_batches: bool,
 ) -> Result<IngestReport> {
-    ingest_with(data, files, batch, log_batches, &ImportArgs::jsonl())
+    ingest_with(
+        data,
+        files,
+        batch,
+        log_batches,
+        &ImportArgs::jsonl(),
+        Prepare::default(),
+    )
 }
 
 /// [`ingest_paths`] over inputs in the formats `import` names (or detects): scanner output
 /// goes through the importers of `periscope-import`, observation lines through
-/// [`crate::lines`].
+/// [`crate::lines`]; every observation passes `prepare` (enrichment) on the reader thread.
 pub(crate) fn ingest_with(
     data: &Path,
     files: &[PathBuf],
     batch: usize,
     log_batches: bool,
     import: &ImportArgs,
+    mut prepare: Prepare,
 ) -> Result<IngestReport> {
     let started = Instant::now();
     // The importers' options are checked before anything is read.
@@ -345,7 +358,16 @@ pub(crate) fn ingest_with(
     let reporter = Reporter::start(Arc::clone(&progress), total_bytes, started)?;
 
     let read = read_inputs(
-        files, &names, batch, remote, import, &options, &progress, &batch_tx, &spare_rx,
+        files,
+        &names,
+        batch,
+        remote,
+        import,
+        &options,
+        &mut prepare,
+        &progress,
+        &batch_tx,
+        &spare_rx,
     );
     drop(batch_tx);
     let stored = store_thread
@@ -373,6 +395,7 @@ pub(crate) fn ingest_with(
         stats,
         store_path,
         socket,
+        enrich: prepare.stats().cloned(),
         seconds: started.elapsed().as_secs_f64(),
     })
 }
@@ -390,6 +413,7 @@ fn read_inputs(
     remote: bool,
     import: &ImportArgs,
     options: &periscope_import::Options,
+    prepare: &mut Prepare,
     progress: &Progress,
     batches: &SyncSender<Batch>,
     spares: &Receiver<Batch>,
@@ -400,7 +424,7 @@ fn read_inputs(
         batch: Batch::with_capacity(if remote { 0 } else { batch_size }),
         batch_size,
         remote,
-        prepare: Prepare,
+        prepare,
         batches,
         spares,
     };
@@ -503,7 +527,7 @@ struct Sink<'a> {
     batch: Batch,
     batch_size: usize,
     remote: bool,
-    prepare: Prepare,
+    prepare: &'a mut Prepare,
     batches: &'a SyncSender<Batch>,
     spares: &'a Receiver<Batch>,
 }
@@ -780,6 +804,8 @@ pub(crate) struct IngestReport {
     store_path: PathBuf,
     /// The running server's ingest socket, when the batches went through it.
     socket: Option<PathBuf>,
+    /// What enrichment did, when a file was configured.
+    enrich: Option<EnrichStats>,
     seconds: f64,
 }
 
@@ -831,6 +857,9 @@ impl IngestReport {
                 if r.imported_files == 1 { "" } else { "s" },
             )?;
             write_not_mapped(out, &r.import)?;
+        }
+        if let Some(stats) = &self.enrich {
+            writeln!(out, "enrichment:        {stats}")?;
         }
         writeln!(
             out,
