@@ -48,6 +48,7 @@ mod html;
 mod oidc;
 mod routes;
 mod session;
+mod tls;
 
 use std::sync::{Arc, OnceLock};
 
@@ -100,6 +101,9 @@ pub struct WebConfig {
     /// path stays). `periscope serve` sets it to its own listening address for the embedded
     /// provider, so the issuer may be a public `https` URL behind a proxy. `None`: the issuer.
     pub provider_url: Option<String>,
+    /// PEM certificates trusted for an `https` provider besides the platform's roots
+    /// (`web.ca_file`: a private CA).
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl WebConfig {
@@ -117,6 +121,7 @@ impl WebConfig {
             client_secret: client_secret.into(),
             session_idle_secs: DEFAULT_IDLE_SECS,
             provider_url: None,
+            ca_file: None,
         }
     }
 
@@ -205,23 +210,10 @@ impl Web {
         let rewrite = match &config.provider_url {
             Some(internal) => {
                 let url = check_url("web.provider_url", internal, false)?;
-                if url.scheme() != "http" {
-                    return Err(config_error(
-                        "web.provider_url",
-                        "must be http: this build has no TLS client",
-                    ));
-                }
                 Some((
                     issuer.origin().ascii_serialization(),
                     url.origin().ascii_serialization(),
                 ))
-            }
-            None if issuer.scheme() == "https" => {
-                return Err(config_error(
-                    "web.issuer",
-                    "is https, and this build reaches the sign-in service over plain HTTP only \
-                     (loopback or a trusted network); see docs/web.md",
-                ));
             }
             None => None,
         };
@@ -234,7 +226,9 @@ impl Web {
         if config.session_idle_secs <= 0 {
             return Err(config_error("web.session_idle_secs", "must be positive"));
         }
+        let tls = tls::client_config(config.ca_file.as_deref())?;
         let http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(std::time::Duration::from_secs(10))
             .build()

@@ -2,7 +2,10 @@
 // 127.0.0.1 by crates/web/tests/web/interop.rs. Its built-in development interactions are the
 // login and consent pages (any login name and password are accepted); every account has the
 // e-mail and organisation the test expects. Settings come from the environment:
-// PORT, CLIENT_ID, CLIENT_SECRET, REDIRECT_URI, POST_LOGOUT_REDIRECT_URI, EMAIL, ORG_NAME.
+// PORT, CLIENT_ID, CLIENT_SECRET, REDIRECT_URI, POST_LOGOUT_REDIRECT_URI, EMAIL, ORG_NAME;
+// with TLS_CERT and TLS_KEY (PEM files) it serves https (the issuer is then https://127.0.0.1).
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
 import Provider from 'oidc-provider';
 
 const env = (name) => {
@@ -15,7 +18,10 @@ const env = (name) => {
 };
 
 const port = Number(env('PORT'));
-const issuer = `http://127.0.0.1:${port}`;
+const tls = process.env.TLS_CERT
+  ? { cert: readFileSync(env('TLS_CERT')), key: readFileSync(env('TLS_KEY')) }
+  : null;
+const issuer = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
 
 const provider = new Provider(issuer, {
   clients: [
@@ -55,6 +61,9 @@ const provider = new Provider(issuer, {
 
 provider.on('server_error', (ctx, err) => console.error('server_error', err));
 
-provider.listen(port, '127.0.0.1', () => {
-  console.log(`oidc-provider listening on ${issuer}`);
-});
+const listening = () => console.log(`oidc-provider listening on ${issuer}`);
+if (tls) {
+  https.createServer(tls, provider.callback()).listen(port, '127.0.0.1', listening);
+} else {
+  provider.listen(port, '127.0.0.1', listening);
+}
