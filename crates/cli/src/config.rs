@@ -112,6 +112,12 @@ pub struct WebSettings {
     pub client_secret: Option<String>,
     /// `ca_file`: PEM certificates trusted for an `https` provider besides the platform's roots.
     pub ca_file: Option<PathBuf>,
+    /// `organization_claim`: the claim carrying the organisation (default `org_name`).
+    pub organization_claim: Option<String>,
+    /// `default_organization`: the organisation when the provider sends none.
+    pub default_organization: Option<String>,
+    /// `allowed_email_domains`: the e-mail domains that may sign in; empty: any.
+    pub allowed_email_domains: Vec<String>,
 }
 
 /// The `[limits]` section.
@@ -821,6 +827,33 @@ const KEYS: &[Key] = &[
             Some(())
         },
     },
+    Key {
+        section: Some("web"),
+        name: "organization_claim",
+        expected: "the name of an ID token claim, such as org_name or organization",
+        set: |c, raw| {
+            c.web.organization_claim = Some(non_empty(raw.string()?)?.trim().to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("web"),
+        name: "default_organization",
+        expected: "an organisation name",
+        set: |c, raw| {
+            c.web.default_organization = Some(non_empty(raw.string()?)?.trim().to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("web"),
+        name: "allowed_email_domains",
+        expected: "a list of e-mail domains such as [\"example.com\"] (comma-separated in the environment)",
+        set: |c, raw| {
+            c.web.allowed_email_domains = raw.strings()?.into_iter().map(str::to_owned).collect();
+            Some(())
+        },
+    },
 ];
 
 /// The key `name` of `section`.
@@ -1074,6 +1107,9 @@ timeout_ms = 500
                 "PERISCOPE_WEB_CLIENT_ID",
                 "PERISCOPE_WEB_CLIENT_SECRET",
                 "PERISCOPE_WEB_CA_FILE",
+                "PERISCOPE_WEB_ORGANIZATION_CLAIM",
+                "PERISCOPE_WEB_DEFAULT_ORGANIZATION",
+                "PERISCOPE_WEB_ALLOWED_EMAIL_DOMAINS",
             ]
         );
         assert_eq!(

@@ -290,6 +290,11 @@ async fn browser_app(
         };
         let mut web_config = WebConfig::new(public_url, issuer, id, secret);
         web_config.ca_file = config.web.ca_file.clone();
+        if let Some(claim) = &config.web.organization_claim {
+            web_config.organization_claim = claim.clone();
+        }
+        web_config.default_organization = config.web.default_organization.clone();
+        web_config.allowed_email_domains = config.web.allowed_email_domains.clone();
         let web = Web::new(web_config, state.clone(), clock)?;
         tracing::info!(issuer = %issuer, "the web application signs in with an external provider");
         return Ok((web, None));

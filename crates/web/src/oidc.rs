@@ -38,6 +38,9 @@ pub(crate) struct PeriscopeClaims {
     /// Consent to marketing e-mail given with the terms.
     #[serde(default)]
     pub(crate) marketing_consent: Option<bool>,
+    /// Every other claim, for `web.organization_claim`.
+    #[serde(flatten)]
+    pub(crate) other: serde_json::Map<String, serde_json::Value>,
 }
 impl AdditionalClaims for PeriscopeClaims {}
 

@@ -39,7 +39,7 @@ const provider = new Provider(issuer, {
   claims: {
     openid: ['sub'],
     email: ['email', 'email_verified'],
-    profile: ['org_name'],
+    profile: ['org_name', 'organization', 'hd'],
   },
   // Put the scope's claims in the ID token too (the relying party reads them there).
   conformIdTokenClaims: false,
@@ -50,6 +50,8 @@ const provider = new Provider(issuer, {
       email: env('EMAIL'),
       email_verified: true,
       org_name: env('ORG_NAME'),
+      // EXTRA_CLAIMS (JSON) adds or replaces claims, as a corporate provider's mappers would.
+      ...JSON.parse(process.env.EXTRA_CLAIMS || '{}'),
     }),
   }),
   features: {

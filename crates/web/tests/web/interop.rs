@@ -361,3 +361,105 @@ async fn an_untrusted_provider_certificate_is_refused_naming_the_issuer() {
     assert_eq!(page.status, 303, "{}", page.body);
     assert!(page.location().starts_with(&issuer));
 }
+
+/// Signs in through the provider at `issuer` and returns the application's answer to the
+/// callback.
+async fn sign_in_once(app: &App, browser: &Browser, issuer: &str) -> Page {
+    let first = browser.get(&app.url("/signin?return_to=%2Faccount")).await;
+    assert_eq!(first.status, 303, "{}", first.body);
+    let (callback, _) = walk(
+        browser,
+        issuer,
+        &first.location(),
+        &app.url("/oidc/callback"),
+    )
+    .await;
+    browser.get(&callback).await
+}
+
+/// Corporate providers: the organisation from another claim (`organization_claim`, a list as
+/// Keycloak's organisation scope sends), the deployment's `default_organization` when there is
+/// none, the `allowed_email_domains` allow-list, and `email_verified` false refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corporate_claims_fallback_domains_and_email_verified() {
+    if !installed() {
+        return;
+    }
+    let dir = periscope_state::testing::TempDir::new("web_interop_corporate");
+    let state = periscope_state::State::open_sqlite(dir.path())
+        .await
+        .unwrap();
+    type Configure = fn(&mut periscope_web::WebConfig);
+    let cases: [(&str, &str, Configure, Result<&str, &str>); 5] = [
+        // The organisation in `organization`, a list; no org_name.
+        (
+            "kim@corp.example",
+            r#"{"org_name": null, "organization": ["Corp Org"]}"#,
+            |c| c.organization_claim = "organization".into(),
+            Ok("Corp Org"),
+        ),
+        // No organisation claim at all: the deployment's default, the domain allowed.
+        (
+            "lee@corp.example",
+            r#"{"org_name": null}"#,
+            |c| {
+                c.default_organization = Some("Fallback Ltd".into());
+                c.allowed_email_domains = vec!["Corp.Example".into()];
+            },
+            Ok("Fallback Ltd"),
+        ),
+        // No organisation and no default: refused, naming the claim.
+        (
+            "max@corp.example",
+            r#"{"org_name": null}"#,
+            |c| c.organization_claim = "organization".into(),
+            Err("sent no organisation name (claim organization)"),
+        ),
+        // A domain outside the allow-list.
+        (
+            "ned@elsewhere.example",
+            "{}",
+            |c| c.allowed_email_domains = vec!["corp.example".into()],
+            Err("Addresses at elsewhere.example may not sign in"),
+        ),
+        // The provider says the address is not verified.
+        (
+            "oda@corp.example",
+            r#"{"email_verified": false}"#,
+            |_| {},
+            Err("the e-mail address is not verified"),
+        ),
+    ];
+    for (email, claims, configure, expected) in cases {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let extra = {
+            let mut v: serde_json::Value = serde_json::from_str(claims).unwrap();
+            v["email"] = email.into();
+            v.to_string()
+        };
+        let (_node, issuer) =
+            start_provider_with(&origin, ORG, None, &[("EXTRA_CLAIMS", extra.as_str())]).await;
+        let app = App::external_with(&state, listener, &issuer, ID, SECRET, configure);
+        let browser = Browser::new();
+        let done = sign_in_once(&app, &browser, &issuer).await;
+        let known = state
+            .account_by_email(&periscope_state::Email::parse(email).unwrap())
+            .await
+            .unwrap();
+        match expected {
+            Ok(org) => {
+                assert_eq!(done.status, 303, "{email}: {}", done.body);
+                let page = browser.get(&app.url("/account")).await;
+                assert!(page.body.contains(org), "{email}: {}", page.body);
+                assert!(!page.body.contains(ORG), "{email}: org_name was used");
+                assert!(known.is_some());
+            }
+            Err(why) => {
+                assert_eq!(done.status, 400, "{email}: {}", done.body);
+                assert!(done.body.contains(why), "{email}: {}", done.body);
+                assert!(known.is_none(), "{email}: an account was prepared");
+            }
+        }
+    }
+}
