@@ -26,6 +26,8 @@ use toml::de::{DeString, DeTable, DeValue};
 pub const ENV_PREFIX: &str = "PERISCOPE_";
 /// The environment variable naming the configuration file, when `--config` is not given.
 pub const CONFIG_FILE_ENV: &str = "PERISCOPE_CONFIG";
+/// The variable holding the SMTP relay's password (no key of the file holds it).
+pub const SMTP_PASSWORD_ENV: &str = "PERISCOPE_SIGNIN_SMTP_PASSWORD";
 /// The port a DNS server listens on when `dns.servers` names only an address.
 const DNS_PORT: u16 = 53;
 
@@ -72,6 +74,17 @@ pub struct SignInSettings {
     pub smtp_host: Option<String>,
     /// `smtp_port`: the relay's port (default 25).
     pub smtp_port: Option<u16>,
+    /// `smtp_tls`: how the relay connection is protected (default opportunistic STARTTLS).
+    pub smtp_tls: periscope_signin::SmtpTls,
+    /// `smtp_username`: the login for SMTP AUTH; its password comes from
+    /// `PERISCOPE_SIGNIN_SMTP_PASSWORD` or `smtp_password_file`, never from the file.
+    pub smtp_username: Option<String>,
+    /// `PERISCOPE_SIGNIN_SMTP_PASSWORD` (environment only).
+    pub smtp_password: Option<Secret>,
+    /// `smtp_password_file`: a file holding the SMTP password (one line).
+    pub smtp_password_file: Option<PathBuf>,
+    /// `smtp_ca_file`: PEM certificates trusted for the relay besides the platform's roots.
+    pub smtp_ca_file: Option<PathBuf>,
     /// `mail_from`: the sender (default `Periscope <no-reply@localhost>`).
     pub mail_from: Option<String>,
     /// `terms_version`: the dated terms version recorded at registration (default the sign-in
@@ -85,6 +98,16 @@ pub struct SignInSettings {
     pub database_acquire_timeout_ms: Option<u64>,
 }
 
+/// A value that `Debug` never shows (a password).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("(hidden)")
+    }
+}
+
 /// The `[web]` section: which OpenID Connect provider the browser application signs in with.
 /// All unset (the default): the embedded sign-in service, with a client configured
 /// automatically.
@@ -96,6 +119,14 @@ pub struct WebSettings {
     pub client_id: Option<String>,
     /// `client_secret`: the application's client secret there.
     pub client_secret: Option<String>,
+    /// `ca_file`: PEM certificates trusted for an `https` provider besides the platform's roots.
+    pub ca_file: Option<PathBuf>,
+    /// `organization_claim`: the claim carrying the organisation (default `org_name`).
+    pub organization_claim: Option<String>,
+    /// `default_organization`: the organisation when the provider sends none.
+    pub default_organization: Option<String>,
+    /// `allowed_email_domains`: the e-mail domains that may sign in; empty: any.
+    pub allowed_email_domains: Vec<String>,
 }
 
 /// The `[limits]` section.
@@ -217,6 +248,8 @@ impl Config {
                 key.apply(&mut config, Raw::Text(&value), Origin::Env(name))?;
             }
         }
+        // The relay password is a secret: the environment only, never a key of the file.
+        config.signin.smtp_password = env(SMTP_PASSWORD_ENV).filter(|v| !v.is_empty()).map(Secret);
         Ok(config)
     }
 
@@ -780,6 +813,42 @@ const KEYS: &[Key] = &[
     },
     Key {
         section: Some("signin"),
+        name: "smtp_tls",
+        expected: "one of none, opportunistic, starttls, tls",
+        set: |c, raw| {
+            c.signin.smtp_tls = raw.string()?.trim().parse().ok()?;
+            Some(())
+        },
+    },
+    Key {
+        section: Some("signin"),
+        name: "smtp_username",
+        expected: "the relay's user name (the password comes from PERISCOPE_SIGNIN_SMTP_PASSWORD or smtp_password_file)",
+        set: |c, raw| {
+            c.signin.smtp_username = Some(non_empty(raw.string()?)?.to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("signin"),
+        name: "smtp_password_file",
+        expected: "the path of a file holding the relay's password",
+        set: |c, raw| {
+            c.signin.smtp_password_file = Some(PathBuf::from(non_empty(raw.string()?)?));
+            Some(())
+        },
+    },
+    Key {
+        section: Some("signin"),
+        name: "smtp_ca_file",
+        expected: "the path of a PEM file of CA certificates",
+        set: |c, raw| {
+            c.signin.smtp_ca_file = Some(PathBuf::from(non_empty(raw.string()?)?));
+            Some(())
+        },
+    },
+    Key {
+        section: Some("signin"),
         name: "mail_from",
         expected: "a sender such as Periscope <no-reply@example.com>",
         set: |c, raw| {
@@ -841,6 +910,42 @@ const KEYS: &[Key] = &[
         expected: "the application's client secret at that provider",
         set: |c, raw| {
             c.web.client_secret = Some(non_empty(raw.string()?)?.to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("web"),
+        name: "ca_file",
+        expected: "the path of a PEM file of CA certificates",
+        set: |c, raw| {
+            c.web.ca_file = Some(PathBuf::from(non_empty(raw.string()?)?));
+            Some(())
+        },
+    },
+    Key {
+        section: Some("web"),
+        name: "organization_claim",
+        expected: "the name of an ID token claim, such as org_name or organization",
+        set: |c, raw| {
+            c.web.organization_claim = Some(non_empty(raw.string()?)?.trim().to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("web"),
+        name: "default_organization",
+        expected: "an organisation name",
+        set: |c, raw| {
+            c.web.default_organization = Some(non_empty(raw.string()?)?.trim().to_owned());
+            Some(())
+        },
+    },
+    Key {
+        section: Some("web"),
+        name: "allowed_email_domains",
+        expected: "a list of e-mail domains such as [\"example.com\"] (comma-separated in the environment)",
+        set: |c, raw| {
+            c.web.allowed_email_domains = raw.strings()?.into_iter().map(str::to_owned).collect();
             Some(())
         },
     },
@@ -1146,6 +1251,10 @@ timeout_ms = 500
                 "PERISCOPE_PUBLIC_URL",
                 "PERISCOPE_SIGNIN_SMTP_HOST",
                 "PERISCOPE_SIGNIN_SMTP_PORT",
+                "PERISCOPE_SIGNIN_SMTP_TLS",
+                "PERISCOPE_SIGNIN_SMTP_USERNAME",
+                "PERISCOPE_SIGNIN_SMTP_PASSWORD_FILE",
+                "PERISCOPE_SIGNIN_SMTP_CA_FILE",
                 "PERISCOPE_SIGNIN_MAIL_FROM",
                 "PERISCOPE_SIGNIN_TERMS_VERSION",
                 "PERISCOPE_SIGNIN_CLIENT_IP_HEADER",
@@ -1153,6 +1262,10 @@ timeout_ms = 500
                 "PERISCOPE_WEB_ISSUER",
                 "PERISCOPE_WEB_CLIENT_ID",
                 "PERISCOPE_WEB_CLIENT_SECRET",
+                "PERISCOPE_WEB_CA_FILE",
+                "PERISCOPE_WEB_ORGANIZATION_CLAIM",
+                "PERISCOPE_WEB_DEFAULT_ORGANIZATION",
+                "PERISCOPE_WEB_ALLOWED_EMAIL_DOMAINS",
                 "PERISCOPE_ENRICH_GEOIP_CITY",
                 "PERISCOPE_ENRICH_GEOIP_ASN",
                 "PERISCOPE_ENRICH_ASN_TABLE",
@@ -1172,6 +1285,50 @@ timeout_ms = 500
             assert!(doc.contains(&format!("`{}`", key.name)), "{}", key.dotted());
             assert!(doc.contains(&key.env_name()), "{}", key.env_name());
         }
+    }
+
+    #[test]
+    fn signin_relay_settings_and_the_password_from_the_environment_only() {
+        let path = file(
+            "relay",
+            "[signin]\nsmtp_host = \"smtp.example\"\nsmtp_tls = \"starttls\"\n\
+             smtp_username = \"periscope\"\nsmtp_ca_file = \"/etc/periscope/ca.pem\"\n",
+        );
+        let c = Config::load(
+            Some(&path),
+            env(&[
+                ("PERISCOPE_SIGNIN_SMTP_PASSWORD", "from-the-environment"),
+                ("PERISCOPE_SIGNIN_SMTP_PASSWORD_FILE", "/run/secrets/smtp"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.signin.smtp_tls, periscope_signin::SmtpTls::Starttls);
+        assert_eq!(c.signin.smtp_username.as_deref(), Some("periscope"));
+        assert_eq!(
+            c.signin.smtp_password,
+            Some(Secret("from-the-environment".into()))
+        );
+        assert!(!format!("{c:?}").contains("from-the-environment"));
+        assert_eq!(
+            c.signin.smtp_password_file.as_deref(),
+            Some(Path::new("/run/secrets/smtp"))
+        );
+        assert_eq!(
+            c.signin.smtp_ca_file.as_deref(),
+            Some(Path::new("/etc/periscope/ca.pem"))
+        );
+        assert_eq!(
+            Config::load(None, env(&[])).unwrap().signin.smtp_tls,
+            periscope_signin::SmtpTls::Opportunistic
+        );
+        // The password itself is no key of the file.
+        let path = file("relay-password", "[signin]\nsmtp_password = \"hunter22\"\n");
+        let e = Config::load(Some(&path), env(&[])).unwrap_err().to_string();
+        assert!(e.contains("signin.smtp_password"), "{e}");
+        let e = Config::load(None, env(&[("PERISCOPE_SIGNIN_SMTP_TLS", "ssl")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("none, opportunistic, starttls, tls"), "{e}");
     }
 
     #[test]

@@ -417,11 +417,14 @@ async fn browser_app(
                  `web.client_secret` are required too (see docs/configuration.md)"
             ));
         };
-        let web = Web::new(
-            WebConfig::new(public_url, issuer, id, secret),
-            state.clone(),
-            clock,
-        )?;
+        let mut web_config = WebConfig::new(public_url, issuer, id, secret);
+        web_config.ca_file = config.web.ca_file.clone();
+        if let Some(claim) = &config.web.organization_claim {
+            web_config.organization_claim = claim.clone();
+        }
+        web_config.default_organization = config.web.default_organization.clone();
+        web_config.allowed_email_domains = config.web.allowed_email_domains.clone();
+        let web = Web::new(web_config, state.clone(), clock)?;
         tracing::info!(issuer = %issuer, "the web application signs in with an external provider");
         return Ok((web, None));
     }
@@ -431,7 +434,7 @@ async fn browser_app(
         Some(url) => url.clone(),
         None => data.join("state.db").display().to_string(),
     };
-    let mail = mail_config(config);
+    let mail = mail_config(config)?;
     let issuer = format!("{public_url}/auth");
     let mut web_config = WebConfig::new(public_url, &issuer, WEB_CLIENT_ID, &secret);
     // The web application reaches the embedded provider on the listening address, whatever
@@ -460,18 +463,60 @@ async fn browser_app(
     Ok((web, Some(signin)))
 }
 
-/// Where the sign-in service's registration e-mail goes: the `[signin]` SMTP relay, or
-/// `DATA/outbox`.
-pub(crate) fn mail_config(config: &Config) -> MailConfig {
-    match &config.signin.smtp_host {
-        Some(host) => MailConfig::Smtp {
-            host: host.clone(),
-            port: config.signin.smtp_port.unwrap_or(25),
-            timeout_secs: 10,
-        },
-        None => MailConfig::Outbox {
+/// Where the sign-in service's registration e-mail goes: the `[signin]` SMTP relay (with its
+/// TLS mode, login and CA file), or `DATA/outbox`.
+pub(crate) fn mail_config(config: &Config) -> Result<MailConfig> {
+    let signin = &config.signin;
+    let Some(host) = &signin.smtp_host else {
+        return Ok(MailConfig::Outbox {
             dir: config.data.join("outbox"),
-        },
+        });
+    };
+    let credentials = match &signin.smtp_username {
+        None => None,
+        Some(username) => Some(periscope_signin::SmtpCredentials {
+            username: username.clone(),
+            password: smtp_password(config)?,
+        }),
+    };
+    Ok(MailConfig::Smtp {
+        host: host.clone(),
+        port: signin.smtp_port.unwrap_or(25),
+        timeout_secs: 10,
+        tls: signin.smtp_tls,
+        credentials,
+        ca_file: signin.smtp_ca_file.clone(),
+    })
+}
+
+/// The relay password: `PERISCOPE_SIGNIN_SMTP_PASSWORD`, or the first line of
+/// `smtp_password_file`; exactly one of them.
+fn smtp_password(config: &Config) -> Result<String> {
+    let env = crate::config::SMTP_PASSWORD_ENV;
+    match (
+        &config.signin.smtp_password,
+        &config.signin.smtp_password_file,
+    ) {
+        (Some(password), None) => Ok(password.0.clone()),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path).with_context(|| {
+                format!("cannot read signin.smtp_password_file {}", path.display())
+            })?;
+            let password = text.lines().next().unwrap_or("").to_owned();
+            if password.is_empty() {
+                return Err(anyhow!(
+                    "signin.smtp_password_file {} is empty: its first line is the relay password",
+                    path.display()
+                ));
+            }
+            Ok(password)
+        }
+        (Some(_), Some(_)) => Err(anyhow!(
+            "the SMTP password is given twice ({env} and signin.smtp_password_file): set one"
+        )),
+        (None, None) => Err(anyhow!(
+            "signin.smtp_username is set but no password: set {env} or signin.smtp_password_file"
+        )),
     }
 }
 

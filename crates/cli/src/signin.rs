@@ -77,7 +77,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
             Some(url) => url.clone(),
             None => config.data.join("state.db").display().to_string(),
         };
-        let mut signin_config = SignInConfig::new(&issuer, database, mail_config(&config));
+        let mut signin_config = SignInConfig::new(&issuer, database, mail_config(&config)?);
         signin_config.clients.push(ClientConfig {
             client_id: WEB_CLIENT_ID.into(),
             client_secret: secret,

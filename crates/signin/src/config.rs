@@ -99,7 +99,7 @@ pub enum MailConfig {
         /// `signin.outbox`: the directory (created if missing).
         dir: PathBuf,
     },
-    /// Sent over SMTP without TLS to a relay on loopback or a trusted network.
+    /// Sent over SMTP to a relay.
     Smtp {
         /// `signin.smtp_host`.
         host: String,
@@ -107,7 +107,78 @@ pub enum MailConfig {
         port: u16,
         /// `signin.smtp_timeout_secs` (default 10).
         timeout_secs: u64,
+        /// `signin.smtp_tls`: how the connection is protected.
+        tls: SmtpTls,
+        /// `signin.smtp_username` with the password from the environment or a file: SMTP AUTH
+        /// (PLAIN or LOGIN, whichever the relay offers first); `None` sends without logging in.
+        credentials: Option<SmtpCredentials>,
+        /// `signin.smtp_ca_file`: PEM certificates trusted besides the platform's roots (a
+        /// private CA).
+        ca_file: Option<PathBuf>,
     },
+}
+
+/// How the SMTP connection is protected.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SmtpTls {
+    /// Plain text throughout (`none`): a relay on loopback or a trusted network.
+    None,
+    /// STARTTLS when the relay offers it, plain text when it does not (`opportunistic`, the
+    /// default). A certificate that does not verify is still an error.
+    #[default]
+    Opportunistic,
+    /// STARTTLS, refusing a relay that does not offer it (`starttls`; port 587 usually).
+    Starttls,
+    /// TLS from the first byte (`tls`, "SMTPS"; port 465 usually).
+    Implicit,
+}
+
+impl SmtpTls {
+    /// The configuration word for this mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SmtpTls::None => "none",
+            SmtpTls::Opportunistic => "opportunistic",
+            SmtpTls::Starttls => "starttls",
+            SmtpTls::Implicit => "tls",
+        }
+    }
+}
+
+impl std::str::FromStr for SmtpTls {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "none" => SmtpTls::None,
+            "opportunistic" => SmtpTls::Opportunistic,
+            "starttls" => SmtpTls::Starttls,
+            "tls" => SmtpTls::Implicit,
+            other => {
+                return Err(format!(
+                    "{other:?} is not one of none, opportunistic, starttls, tls"
+                ));
+            }
+        })
+    }
+}
+
+/// The login for SMTP AUTH. The password never comes from the configuration file: the caller
+/// reads it from the environment or a file.
+#[derive(Clone)]
+pub struct SmtpCredentials {
+    /// The user name.
+    pub username: String,
+    /// The password.
+    pub password: String,
+}
+
+impl std::fmt::Debug for SmtpCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmtpCredentials")
+            .field("username", &self.username)
+            .field("password", &"(hidden)")
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for Config {
@@ -312,12 +383,38 @@ impl Config {
                 format!("is not a mailbox like `Periscope <no-reply@example.com>` ({e})"),
             )
         })?;
-        if let MailConfig::Smtp { host, port, .. } = &self.mail {
+        if let MailConfig::Smtp {
+            host,
+            port,
+            tls,
+            credentials,
+            ..
+        } = &self.mail
+        {
             if host.is_empty() {
                 return Err(bad("signin.smtp_host", "must name the SMTP relay"));
             }
             if *port == 0 {
                 return Err(bad("signin.smtp_port", "must be a port from 1 to 65535"));
+            }
+            if let Some(credentials) = credentials {
+                if credentials.username.is_empty() || credentials.password.is_empty() {
+                    return Err(bad(
+                        "signin.smtp_username",
+                        "needs both a user name and a password",
+                    ));
+                }
+                // A login over a connection that may be plain text gives the password away to
+                // anyone who can strip the STARTTLS offer.
+                if !matches!(tls, SmtpTls::Starttls | SmtpTls::Implicit) {
+                    return Err(bad(
+                        "signin.smtp_tls",
+                        format!(
+                            "is {:?}, but a login (signin.smtp_username) needs starttls or tls so the password is never sent in plain text",
+                            tls.as_str()
+                        ),
+                    ));
+                }
             }
         }
         let terms_version = self.terms_version.trim();
@@ -446,6 +543,43 @@ mod tests {
         let mut c = base();
         c.terms_version = "2027-01-15 (rev. 2)".into();
         c.validate().unwrap();
+    }
+
+    fn smtp(tls: SmtpTls, username: &str, password: &str) -> Config {
+        let mut c = base();
+        c.mail = MailConfig::Smtp {
+            host: "relay.example".into(),
+            port: 587,
+            timeout_secs: 10,
+            tls,
+            credentials: Some(SmtpCredentials {
+                username: username.into(),
+                password: password.into(),
+            }),
+            ca_file: None,
+        };
+        c
+    }
+
+    #[test]
+    fn a_relay_login_needs_tls_and_both_halves() {
+        for tls in [SmtpTls::None, SmtpTls::Opportunistic] {
+            refused(smtp(tls, "user", "secret-password"), "signin.smtp_tls");
+        }
+        refused(
+            smtp(SmtpTls::Starttls, "", "secret-password"),
+            "signin.smtp_username",
+        );
+        refused(smtp(SmtpTls::Implicit, "user", ""), "signin.smtp_username");
+        for tls in [SmtpTls::Starttls, SmtpTls::Implicit] {
+            smtp(tls, "user", "secret-password").validate().unwrap();
+        }
+        let shown = format!("{:?}", smtp(SmtpTls::Starttls, "user", "secret-password"));
+        assert!(!shown.contains("secret-password"), "{shown}");
+        for word in ["none", "opportunistic", "starttls", "tls"] {
+            assert_eq!(word.parse::<SmtpTls>().unwrap().as_str(), word);
+        }
+        assert!("ssl".parse::<SmtpTls>().is_err());
     }
 
     #[test]

@@ -41,7 +41,9 @@ use std::time::Duration;
 use axum::Router;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use config::{ClientConfig, Config, DEFAULT_TERMS_VERSION, MailConfig};
+pub use config::{
+    ClientConfig, Config, DEFAULT_TERMS_VERSION, MailConfig, SmtpCredentials, SmtpTls,
+};
 pub use email::{EmailAddress, EmailProblem, is_disposable};
 pub use error::{SetupError, StoreError};
 pub use html::{BANNER, document, escape, secure_headers};

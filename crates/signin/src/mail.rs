@@ -2,6 +2,10 @@
 //! leaves — over SMTP ([`SmtpMailer`], lettre) when a relay is configured, otherwise into an
 //! outbox directory ([`OutboxMailer`]) with the link written to the log, so a demo works
 //! without a mail server. Only the outbox logs the link; SMTP delivery logs the address alone.
+//!
+//! SMTP goes through real relays: STARTTLS (opportunistic or required) or implicit TLS with
+//! rustls, trusting the platform's roots plus an optional CA file, and AUTH PLAIN/LOGIN. A relay
+//! that refuses is reported in words that say which setting to look at ([`explain`]).
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -10,10 +14,12 @@ use std::time::Duration;
 
 use lettre::message::header::{ContentTransferEncoding, ContentType};
 use lettre::message::{Body, Mailbox};
+use lettre::transport::smtp::authentication::{Credentials, Mechanism};
+use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tokio::io::AsyncWriteExt as _;
 
-use crate::config::MailConfig;
+use crate::config::{MailConfig, SmtpTls};
 use crate::error::SetupError;
 
 /// A boxed future, for the object-safe [`Mailer`].
@@ -69,18 +75,103 @@ pub(crate) fn from_config(
             host,
             port,
             timeout_secs,
+            tls,
+            credentials,
+            ca_file,
         } => {
-            let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host.as_str())
-                .port(*port)
-                .timeout(Some(Duration::from_secs(*timeout_secs)))
-                .build();
+            let mut builder =
+                AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host.as_str())
+                    .port(*port)
+                    .timeout(Some(Duration::from_secs(*timeout_secs)));
+            if *tls != SmtpTls::None {
+                let params = tls_parameters(host, ca_file.as_deref())?;
+                builder = builder.tls(match tls {
+                    SmtpTls::Opportunistic => Tls::Opportunistic(params),
+                    SmtpTls::Starttls => Tls::Required(params),
+                    SmtpTls::Implicit | SmtpTls::None => Tls::Wrapper(params),
+                });
+            }
+            if let Some(login) = credentials {
+                builder = builder
+                    .credentials(Credentials::new(
+                        login.username.clone(),
+                        login.password.clone(),
+                    ))
+                    .authentication(vec![Mechanism::Plain, Mechanism::Login]);
+            }
             Box::new(SmtpMailer {
-                transport,
+                transport: builder.build(),
                 from,
                 relay: format!("{host}:{port}"),
+                tls: *tls,
+                timeout_secs: *timeout_secs,
             })
         }
     })
+}
+
+/// The TLS settings for `host`: the platform's roots, plus the certificates in `ca_file`.
+fn tls_parameters(
+    host: &str,
+    ca_file: Option<&std::path::Path>,
+) -> Result<TlsParameters, SetupError> {
+    let mut params = TlsParameters::builder(host.to_owned());
+    if let Some(path) = ca_file {
+        let pem = std::fs::read(path).map_err(|e| {
+            SetupError::Smtp(format!(
+                "cannot read signin.smtp_ca_file {}: {e}",
+                path.display()
+            ))
+        })?;
+        let not_pem = || {
+            SetupError::Smtp(format!(
+                "signin.smtp_ca_file {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+                path.display()
+            ))
+        };
+        if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+            return Err(not_pem());
+        }
+        let cert = Certificate::from_pem(&pem).map_err(|_| not_pem())?;
+        params = params.add_root_certificate(cert);
+    }
+    params
+        .build_rustls()
+        .map_err(|e| SetupError::Smtp(format!("TLS for the relay {host}: {e}")))
+}
+
+/// What went wrong with the relay, in words that name the setting to look at.
+fn explain(
+    error: &lettre::transport::smtp::Error,
+    relay: &str,
+    tls: SmtpTls,
+    timeout_secs: u64,
+) -> String {
+    let text = error.to_string();
+    let code = error.status().map(|c| c.to_string());
+    let why = if error.is_timeout() {
+        format!("no answer within {timeout_secs} s")
+    } else if error.is_tls() || text.contains("certificate") || text.contains("handshake") {
+        format!(
+            "the TLS handshake failed, for instance a certificate not trusted (a private CA goes in signin.smtp_ca_file) or not for this host name, or a relay that does not speak TLS on this port (signin.smtp_tls = \"{}\"): {text}",
+            tls.as_str()
+        )
+    } else if text.contains("STARTTLS is not supported") {
+        "the relay does not offer STARTTLS, which signin.smtp_tls = \"starttls\" requires (the connection was not used)".to_owned()
+    } else if matches!(code.as_deref(), Some("535" | "534")) {
+        format!("the relay refused the login (check signin.smtp_username and the password): {text}")
+    } else if text.contains("authentication mechanism") {
+        format!(
+            "the relay offers neither AUTH PLAIN nor AUTH LOGIN to this client (does it need STARTTLS first?): {text}"
+        )
+    } else if code.as_deref() == Some("530") {
+        format!(
+            "the relay demands something first, usually STARTTLS or a login (signin.smtp_tls, signin.smtp_username): {text}"
+        )
+    } else {
+        text
+    };
+    format!("relay {relay}: {why}")
 }
 
 /// Creates `dir` (and missing parents) readable by this user alone (0700): its messages carry
@@ -135,21 +226,22 @@ fn compose(from: &Mailbox, mail: &RegistrationMail) -> Result<Message, MailError
         .map_err(|e| MailError::Compose(e.to_string()))
 }
 
-/// Sends over SMTP (no TLS: a relay on loopback or a trusted network).
+/// Sends over SMTP.
 pub(crate) struct SmtpMailer {
     transport: AsyncSmtpTransport<Tokio1Executor>,
     from: Mailbox,
     relay: String,
+    tls: SmtpTls,
+    timeout_secs: u64,
 }
 
 impl Mailer for SmtpMailer {
     fn send<'a>(&'a self, mail: &'a RegistrationMail) -> BoxFuture<'a, Result<(), MailError>> {
         Box::pin(async move {
             let message = compose(&self.from, mail)?;
-            self.transport
-                .send(message)
-                .await
-                .map_err(|e| MailError::Smtp(format!("{}: {e}", self.relay)))?;
+            self.transport.send(message).await.map_err(|e| {
+                MailError::Smtp(explain(&e, &self.relay, self.tls, self.timeout_secs))
+            })?;
             tracing::info!(mail.to = %mail.to, smtp.relay = %self.relay, "registration e-mail sent");
             Ok(())
         })

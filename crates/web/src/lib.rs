@@ -48,6 +48,7 @@ mod html;
 mod oidc;
 mod routes;
 mod session;
+mod tls;
 
 use std::sync::{Arc, OnceLock};
 
@@ -100,6 +101,18 @@ pub struct WebConfig {
     /// path stays). `periscope serve` sets it to its own listening address for the embedded
     /// provider, so the issuer may be a public `https` URL behind a proxy. `None`: the issuer.
     pub provider_url: Option<String>,
+    /// PEM certificates trusted for an `https` provider besides the platform's roots
+    /// (`web.ca_file`: a private CA).
+    pub ca_file: Option<std::path::PathBuf>,
+    /// The claim that carries the organisation (`web.organization_claim`, default `org_name`):
+    /// a string, or an array whose first string is taken.
+    pub organization_claim: String,
+    /// The organisation of accounts whose ID token has no such claim
+    /// (`web.default_organization`); `None`: such a first sign-in is refused.
+    pub default_organization: Option<String>,
+    /// The e-mail domains that may sign in (`web.allowed_email_domains`, lower case, exact
+    /// match); empty: any.
+    pub allowed_email_domains: Vec<String>,
 }
 
 impl WebConfig {
@@ -117,6 +130,10 @@ impl WebConfig {
             client_secret: client_secret.into(),
             session_idle_secs: DEFAULT_IDLE_SECS,
             provider_url: None,
+            ca_file: None,
+            organization_claim: "org_name".to_owned(),
+            default_organization: None,
+            allowed_email_domains: Vec::new(),
         }
     }
 
@@ -158,6 +175,9 @@ struct Inner {
     clock: Arc<dyn Clock>,
     rp: RelyingParty,
     issuer: String,
+    organization_claim: String,
+    default_organization: Option<String>,
+    allowed_email_domains: Vec<String>,
     public_url: String,
     secure: bool,
     idle_secs: i64,
@@ -205,23 +225,10 @@ impl Web {
         let rewrite = match &config.provider_url {
             Some(internal) => {
                 let url = check_url("web.provider_url", internal, false)?;
-                if url.scheme() != "http" {
-                    return Err(config_error(
-                        "web.provider_url",
-                        "must be http: this build has no TLS client",
-                    ));
-                }
                 Some((
                     issuer.origin().ascii_serialization(),
                     url.origin().ascii_serialization(),
                 ))
-            }
-            None if issuer.scheme() == "https" => {
-                return Err(config_error(
-                    "web.issuer",
-                    "is https, and this build reaches the sign-in service over plain HTTP only \
-                     (loopback or a trusted network); see docs/web.md",
-                ));
             }
             None => None,
         };
@@ -231,10 +238,36 @@ impl Web {
         if config.client_secret.is_empty() {
             return Err(config_error("web.client_secret", "is empty"));
         }
+        if config.organization_claim.trim().is_empty() {
+            return Err(config_error("web.organization_claim", "is empty"));
+        }
+        if config
+            .default_organization
+            .as_deref()
+            .is_some_and(|o| o.trim().is_empty())
+        {
+            return Err(config_error("web.default_organization", "is empty"));
+        }
+        let allowed_email_domains: Vec<String> = config
+            .allowed_email_domains
+            .iter()
+            .map(|d| d.trim().trim_start_matches('@').to_ascii_lowercase())
+            .collect();
+        if let Some(bad) = allowed_email_domains
+            .iter()
+            .find(|d| d.is_empty() || d.contains(['@', ' ', '/']) || !d.contains('.'))
+        {
+            return Err(config_error(
+                "web.allowed_email_domains",
+                format!("holds {bad:?}, not a domain such as example.com"),
+            ));
+        }
         if config.session_idle_secs <= 0 {
             return Err(config_error("web.session_idle_secs", "must be positive"));
         }
+        let tls = tls::client_config(config.ca_file.as_deref())?;
         let http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(std::time::Duration::from_secs(10))
             .build()
@@ -256,6 +289,9 @@ impl Web {
                     rewrite,
                 },
                 issuer: config.issuer,
+                organization_claim: config.organization_claim,
+                default_organization: config.default_organization,
+                allowed_email_domains,
                 public_url: config.public_url,
                 secure: public.scheme() == "https",
                 idle_secs: config.session_idle_secs,

@@ -38,6 +38,9 @@ pub(crate) struct PeriscopeClaims {
     /// Consent to marketing e-mail given with the terms.
     #[serde(default)]
     pub(crate) marketing_consent: Option<bool>,
+    /// Every other claim, for `web.organization_claim`.
+    #[serde(flatten)]
+    pub(crate) other: serde_json::Map<String, serde_json::Value>,
 }
 impl AdditionalClaims for PeriscopeClaims {}
 
@@ -149,12 +152,25 @@ impl RelyingParty {
         self.http.call(request).await
     }
 
+    /// `why` a request to the provider failed, naming the issuer, and for a certificate that
+    /// does not verify, where trust comes from.
+    fn explain(&self, why: &str) -> String {
+        let issuer = self.issuer.as_str();
+        if why.contains("certificate") || why.contains("Certificate") {
+            format!(
+                "the TLS certificate of the provider {issuer} is not trusted ({why}); trust comes from the platform's CA certificates and web.ca_file"
+            )
+        } else {
+            format!("provider {issuer}: {why}")
+        }
+    }
+
     /// Fetches the provider's discovery document and keys.
     pub(crate) async fn discover(&self) -> Result<Provider, OidcError> {
         let metadata =
             ProviderMetadataWithLogout::discover_async(self.issuer.clone(), &ProviderHttp(self))
                 .await
-                .map_err(|e| OidcError::Unavailable(chain(&e)))?;
+                .map_err(|e| OidcError::Unavailable(self.explain(&chain(&e))))?;
         let end_session = metadata
             .additional_metadata()
             .end_session_endpoint
@@ -213,7 +229,7 @@ impl Provider {
             .request_async(&ProviderHttp(rp))
             .await
             .map_err(|e| match e {
-                RequestTokenError::Request(e) => OidcError::Unavailable(chain(&e)),
+                RequestTokenError::Request(e) => OidcError::Unavailable(rp.explain(&chain(&e))),
                 RequestTokenError::ServerResponse(e) => OidcError::Refused(format!(
                     "the sign-in service refused the code: {}",
                     e.error()

@@ -12,4 +12,5 @@ mod oidc;
 mod outage;
 mod pages;
 mod registration;
+mod relay;
 mod support;

@@ -92,6 +92,8 @@ pub fn database(fixture: &Fixture) -> String {
 
 pub struct Options {
     pub smtp_port: Option<u16>,
+    /// Where mail goes, when more than a port is needed (TLS, a login); before `smtp_port`.
+    pub mail: Option<MailConfig>,
     pub attempts_per_address: u32,
     pub attempts_per_client: u32,
     pub client_ip_header: Option<String>,
@@ -102,6 +104,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             smtp_port: None,
+            mail: None,
             attempts_per_address: 5,
             attempts_per_client: 50,
             client_ip_header: None,
@@ -151,10 +154,14 @@ impl Provider {
         let outbox_dir = TempDir::new("signin-outbox");
         let outbox = outbox_dir.path().join("outbox");
         let mail = match options.smtp_port {
+            _ if options.mail.is_some() => options.mail.clone().unwrap(),
             Some(port) => MailConfig::Smtp {
                 host: "127.0.0.1".into(),
                 port,
                 timeout_secs: 10,
+                tls: periscope_signin::SmtpTls::None,
+                credentials: None,
+                ca_file: None,
             },
             None => MailConfig::Outbox {
                 dir: outbox.clone(),
@@ -329,7 +336,7 @@ impl Drop for SmtpServer {
 
 /// The python of the aiosmtpd virtual environment: PERISCOPE_TEST_AIOSMTPD_PYTHON, else what
 /// `scripts/aiosmtpd-venv` makes. `None` (outside CI only) when it cannot be had.
-fn aiosmtpd_python() -> Option<String> {
+pub fn aiosmtpd_python() -> Option<String> {
     static PYTHON: OnceLock<Option<String>> = OnceLock::new();
     PYTHON
         .get_or_init(|| {

@@ -10,4 +10,5 @@ mod cursors;
 mod harness;
 mod keys;
 mod open;
+mod tls;
 mod web;

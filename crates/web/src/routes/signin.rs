@@ -163,6 +163,34 @@ pub(crate) async fn prepare_account(
 ) -> Result<Account, Prepare> {
     let inner = &web.inner;
     let state = &inner.state;
+    // At every sign-in, not only the first: a provider that now says the address is not
+    // verified, or an address outside the allowed domains, signs nobody in.
+    if identity.email_verified == Some(false) {
+        return Err(Prepare::Refused(
+            "The sign-in service says the e-mail address is not verified.".into(),
+        ));
+    }
+    if !inner.allowed_email_domains.is_empty() {
+        let domain = identity
+            .email
+            .as_deref()
+            .and_then(|e| e.rsplit_once('@'))
+            .map(|(_, d)| d.to_ascii_lowercase());
+        match domain {
+            Some(d) if inner.allowed_email_domains.contains(&d) => {}
+            Some(d) => {
+                tracing::info!(email.domain = %d, "sign-in refused: e-mail domain not allowed");
+                return Err(Prepare::Refused(format!(
+                    "Addresses at {d} may not sign in to this Periscope (web.allowed_email_domains)."
+                )));
+            }
+            None => {
+                return Err(Prepare::Refused(
+                    "The sign-in service sent no e-mail address (claim email), and only some domains may sign in.".into(),
+                ));
+            }
+        }
+    }
     if let Some(id) = state
         .identity_account(&inner.issuer, &identity.subject)
         .await?
@@ -175,25 +203,41 @@ pub(crate) async fn prepare_account(
     let email = identity.email.as_deref().ok_or_else(|| {
         Prepare::Refused("The sign-in service sent no e-mail address (claim email).".into())
     })?;
-    if identity.email_verified == Some(false) {
-        return Err(Prepare::Refused(
-            "The sign-in service says the e-mail address is not verified.".into(),
-        ));
-    }
     let email = Email::parse(email)
         .map_err(|e| Prepare::Refused(format!("The e-mail address is not usable: {e}")))?;
     let claims = &identity.claims;
     let account = match state.account_by_email(&email).await? {
         Some(account) => account,
         None => {
-            let org = claims.org_name.as_deref().ok_or_else(|| {
-                Prepare::Refused(
-                    "The sign-in service sent no organisation name (claim org_name); Periscope needs it to prepare the account.".into(),
-                )
-            })?;
+            let wanted = inner.organization_claim.as_str();
+            let from_claim = if wanted == "org_name" {
+                claims.org_name.clone()
+            } else {
+                match claims.other.get(wanted) {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(serde_json::Value::String(s)) => Some(s.clone()),
+                    Some(serde_json::Value::Array(items)) => items
+                        .iter()
+                        .find_map(|v| v.as_str().map(str::to_owned)),
+                    Some(_) => {
+                        return Err(Prepare::Refused(format!(
+                            "The {wanted} claim from the sign-in service is neither text nor a list of text."
+                        )));
+                    }
+                }
+            }
+            .filter(|o| !o.trim().is_empty());
+            let org = from_claim
+                .or_else(|| inner.default_organization.clone())
+                .ok_or_else(|| {
+                    Prepare::Refused(format!(
+                        "The sign-in service sent no organisation name (claim {wanted}); Periscope needs it to prepare the account."
+                    ))
+                })?;
+            let org = org.as_str();
             // Claims are text another service stored: held to the rules of text typed here.
             for (claim, value) in [
-                ("org_name", Some(org)),
+                (wanted, Some(org)),
                 ("terms_version", claims.terms_version.as_deref()),
             ] {
                 if let Some((_, c)) = value.and_then(|v| periscope_signin::hidden_control(v, false))

@@ -2,7 +2,10 @@
 // 127.0.0.1 by crates/web/tests/web/interop.rs. Its built-in development interactions are the
 // login and consent pages (any login name and password are accepted); every account has the
 // e-mail and organisation the test expects. Settings come from the environment:
-// PORT, CLIENT_ID, CLIENT_SECRET, REDIRECT_URI, POST_LOGOUT_REDIRECT_URI, EMAIL, ORG_NAME.
+// PORT, CLIENT_ID, CLIENT_SECRET, REDIRECT_URI, POST_LOGOUT_REDIRECT_URI, EMAIL, ORG_NAME;
+// with TLS_CERT and TLS_KEY (PEM files) it serves https (the issuer is then https://127.0.0.1).
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
 import Provider from 'oidc-provider';
 
 const env = (name) => {
@@ -15,7 +18,10 @@ const env = (name) => {
 };
 
 const port = Number(env('PORT'));
-const issuer = `http://127.0.0.1:${port}`;
+const tls = process.env.TLS_CERT
+  ? { cert: readFileSync(env('TLS_CERT')), key: readFileSync(env('TLS_KEY')) }
+  : null;
+const issuer = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
 
 const provider = new Provider(issuer, {
   clients: [
@@ -33,7 +39,7 @@ const provider = new Provider(issuer, {
   claims: {
     openid: ['sub'],
     email: ['email', 'email_verified'],
-    profile: ['org_name'],
+    profile: ['org_name', 'organization', 'hd'],
   },
   // Put the scope's claims in the ID token too (the relying party reads them there).
   conformIdTokenClaims: false,
@@ -44,6 +50,8 @@ const provider = new Provider(issuer, {
       email: env('EMAIL'),
       email_verified: true,
       org_name: env('ORG_NAME'),
+      // EXTRA_CLAIMS (JSON) adds or replaces claims, as a corporate provider's mappers would.
+      ...JSON.parse(process.env.EXTRA_CLAIMS || '{}'),
     }),
   }),
   features: {
@@ -55,6 +63,9 @@ const provider = new Provider(issuer, {
 
 provider.on('server_error', (ctx, err) => console.error('server_error', err));
 
-provider.listen(port, '127.0.0.1', () => {
-  console.log(`oidc-provider listening on ${issuer}`);
-});
+const listening = () => console.log(`oidc-provider listening on ${issuer}`);
+if (tls) {
+  https.createServer(tls, provider.callback()).listen(port, '127.0.0.1', listening);
+} else {
+  provider.listen(port, '127.0.0.1', listening);
+}

@@ -2,7 +2,9 @@
 //! OpenID Certified provider), started on loopback by this test from
 //! `crates/web/tests/oidc-provider` (installed by `scripts/test` with `npm ci`). It proves the
 //! application needs nothing but standard OpenID Connect: discovery, the code flow with PKCE,
-//! the ID token with `email` and `org_name`, and RP-initiated logout.
+//! the ID token with `email` and `org_name`, and RP-initiated logout — over https, the provider's
+//! certificate issued by a CA the test generates and the application trusts through
+//! `ca_file`; a provider whose certificate is not trusted is refused, the log naming it.
 
 use std::path::{Path, PathBuf};
 
@@ -141,9 +143,27 @@ async fn walk(browser: &Browser, issuer: &str, url: &str, until: &str) -> (Strin
 /// Starts `oidc-provider` for an application listening at `origin`, its accounts in the
 /// organisation `org`; returns it and its issuer.
 async fn start_provider(origin: &str, org: &str) -> (Node, String) {
+    start_provider_with(origin, org, None, &[]).await
+}
+
+/// [`start_provider`], over https with `tls`'s certificate when given, with more environment.
+async fn start_provider_with(
+    origin: &str,
+    org: &str,
+    tls: Option<&TestCa>,
+    env: &[(&str, &str)],
+) -> (Node, String) {
     let port = free_port();
-    let issuer = format!("http://127.0.0.1:{port}");
-    let child = tokio::process::Command::new("node")
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let issuer = format!("{scheme}://127.0.0.1:{port}");
+    let mut command = tokio::process::Command::new("node");
+    if let Some(ca) = tls {
+        command
+            .env("TLS_CERT", ca.path("cert.pem"))
+            .env("TLS_KEY", ca.path("key.pem"));
+    }
+    command.envs(env.iter().copied());
+    let child = command
         .arg(provider_dir().join("server.mjs"))
         .env("PORT", port.to_string())
         .env("CLIENT_ID", ID)
@@ -169,9 +189,13 @@ async fn signs_in_and_out_through_oidc_provider() {
     on_each_backend("web_interop", |fixture| async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let origin = format!("http://{}", listener.local_addr().unwrap());
-        let (_node, issuer) = start_provider(&origin, ORG).await;
-        let app = App::external_on(&fixture.state, listener, &issuer, ID, SECRET);
-        let browser = Browser::new();
+        let ca = TestCa::generate("interop");
+        let (_node, issuer) = start_provider_with(&origin, ORG, Some(&ca), &[]).await;
+        assert!(issuer.starts_with("https://"), "{issuer}");
+        let app = App::external_with(&fixture.state, listener, &issuer, ID, SECRET, |c| {
+            c.ca_file = Some(ca.path("ca.pem"));
+        });
+        let browser = Browser::trusting(&ca.ca_pem);
 
         // Sign in: our redirect carries PKCE S256, a state and a nonce; the provider's own
         // login and consent pages; back through the callback.
@@ -283,4 +307,159 @@ async fn an_org_name_claim_with_control_characters_prepares_no_account() {
         );
     })
     .await;
+}
+
+/// A provider whose certificate comes from a CA the application does not trust: no sign-in,
+/// "Session service unavailable", and the log names the provider and the certificate; with
+/// the CA in `ca_file` the same provider works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_provider_certificate_is_refused_naming_the_issuer() {
+    if !installed() {
+        return;
+    }
+    let dir = periscope_state::testing::TempDir::new("web_interop_untrusted");
+    let state = periscope_state::State::open_sqlite(dir.path())
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let ca = TestCa::generate("untrusted");
+    let other = TestCa::generate("other");
+    let (_node, issuer) = start_provider_with(&origin, ORG, Some(&ca), &[]).await;
+    // Trusts another CA only (the platform's roots cannot have issued a test certificate).
+    let app = App::external_with(&state, listener, &issuer, ID, SECRET, |c| {
+        c.ca_file = Some(other.path("ca.pem"));
+    });
+    let page = Browser::new().get(&app.url("/signin")).await;
+    assert_eq!(page.status, 503, "{}", page.body);
+    assert!(
+        page.body.contains("Session service unavailable"),
+        "{}",
+        page.body
+    );
+    let logs = logs();
+    let line = logs
+        .lines()
+        .find(|l| l.contains("cannot be reached") && l.contains(&issuer))
+        .unwrap_or_else(|| panic!("no refusal naming {issuer}:\n{logs}"));
+    assert!(
+        line.contains(&format!(
+            "the TLS certificate of the provider {issuer}/ is not trusted"
+        )) || line.contains(&format!(
+            "the TLS certificate of the provider {issuer} is not trusted"
+        )),
+        "{line}"
+    );
+    assert!(line.contains("web.ca_file"), "{line}");
+
+    // The right CA: the redirect to the provider.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let trusted = App::external_with(&state, listener, &issuer, ID, SECRET, |c| {
+        c.ca_file = Some(ca.path("ca.pem"));
+    });
+    let page = Browser::new().get(&trusted.url("/signin")).await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert!(page.location().starts_with(&issuer));
+}
+
+/// Signs in through the provider at `issuer` and returns the application's answer to the
+/// callback.
+async fn sign_in_once(app: &App, browser: &Browser, issuer: &str) -> Page {
+    let first = browser.get(&app.url("/signin?return_to=%2Faccount")).await;
+    assert_eq!(first.status, 303, "{}", first.body);
+    let (callback, _) = walk(
+        browser,
+        issuer,
+        &first.location(),
+        &app.url("/oidc/callback"),
+    )
+    .await;
+    browser.get(&callback).await
+}
+
+/// Corporate providers: the organisation from another claim (`organization_claim`, a list as
+/// Keycloak's organisation scope sends), the deployment's `default_organization` when there is
+/// none, the `allowed_email_domains` allow-list, and `email_verified` false refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corporate_claims_fallback_domains_and_email_verified() {
+    if !installed() {
+        return;
+    }
+    let dir = periscope_state::testing::TempDir::new("web_interop_corporate");
+    let state = periscope_state::State::open_sqlite(dir.path())
+        .await
+        .unwrap();
+    type Configure = fn(&mut periscope_web::WebConfig);
+    let cases: [(&str, &str, Configure, Result<&str, &str>); 5] = [
+        // The organisation in `organization`, a list; no org_name.
+        (
+            "kim@corp.example",
+            r#"{"org_name": null, "organization": ["Corp Org"]}"#,
+            |c| c.organization_claim = "organization".into(),
+            Ok("Corp Org"),
+        ),
+        // No organisation claim at all: the deployment's default, the domain allowed.
+        (
+            "lee@corp.example",
+            r#"{"org_name": null}"#,
+            |c| {
+                c.default_organization = Some("Fallback Ltd".into());
+                c.allowed_email_domains = vec!["Corp.Example".into()];
+            },
+            Ok("Fallback Ltd"),
+        ),
+        // No organisation and no default: refused, naming the claim.
+        (
+            "max@corp.example",
+            r#"{"org_name": null}"#,
+            |c| c.organization_claim = "organization".into(),
+            Err("sent no organisation name (claim organization)"),
+        ),
+        // A domain outside the allow-list.
+        (
+            "ned@elsewhere.example",
+            "{}",
+            |c| c.allowed_email_domains = vec!["corp.example".into()],
+            Err("Addresses at elsewhere.example may not sign in"),
+        ),
+        // The provider says the address is not verified.
+        (
+            "oda@corp.example",
+            r#"{"email_verified": false}"#,
+            |_| {},
+            Err("the e-mail address is not verified"),
+        ),
+    ];
+    for (email, claims, configure, expected) in cases {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let extra = {
+            let mut v: serde_json::Value = serde_json::from_str(claims).unwrap();
+            v["email"] = email.into();
+            v.to_string()
+        };
+        let (_node, issuer) =
+            start_provider_with(&origin, ORG, None, &[("EXTRA_CLAIMS", extra.as_str())]).await;
+        let app = App::external_with(&state, listener, &issuer, ID, SECRET, configure);
+        let browser = Browser::new();
+        let done = sign_in_once(&app, &browser, &issuer).await;
+        let known = state
+            .account_by_email(&periscope_state::Email::parse(email).unwrap())
+            .await
+            .unwrap();
+        match expected {
+            Ok(org) => {
+                assert_eq!(done.status, 303, "{email}: {}", done.body);
+                let page = browser.get(&app.url("/account")).await;
+                assert!(page.body.contains(org), "{email}: {}", page.body);
+                assert!(!page.body.contains(ORG), "{email}: org_name was used");
+                assert!(known.is_some());
+            }
+            Err(why) => {
+                assert_eq!(done.status, 400, "{email}: {}", done.body);
+                assert!(done.body.contains(why), "{email}: {}", done.body);
+                assert!(known.is_none(), "{email}: an account was prepared");
+            }
+        }
+    }
 }

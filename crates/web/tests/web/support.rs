@@ -156,6 +156,9 @@ impl App {
                 host: "127.0.0.1".into(),
                 port,
                 timeout_secs: 10,
+                tls: periscope_signin::SmtpTls::None,
+                credentials: None,
+                ca_file: None,
             },
             None => MailConfig::Outbox {
                 dir: outbox.clone(),
@@ -219,15 +222,24 @@ impl App {
         id: &str,
         secret: &str,
     ) -> App {
+        Self::external_with(state, listener, issuer, id, secret, |_| {})
+    }
+
+    /// [`App::external_on`] with settings beyond the provider's (a CA file, claims…).
+    pub fn external_with(
+        state: &State,
+        listener: tokio::net::TcpListener,
+        issuer: &str,
+        id: &str,
+        secret: &str,
+        configure: impl FnOnce(&mut WebConfig),
+    ) -> App {
         capture_logs();
         let origin = format!("http://{}", listener.local_addr().unwrap());
         let clock = Arc::new(ManualClock::new(real_now()));
-        let web = Web::new(
-            WebConfig::new(&origin, issuer, id, secret),
-            state.clone(),
-            clock.clone(),
-        )
-        .unwrap();
+        let mut config = WebConfig::new(&origin, issuer, id, secret);
+        configure(&mut config);
+        let web = Web::new(config, state.clone(), clock.clone()).unwrap();
         let outbox_dir = TempDir::new("web-outbox");
         let server = serve(listener, web.router());
         App {
@@ -494,6 +506,31 @@ impl Browser {
         }
     }
 
+    /// A browser that also trusts the CA certificate `ca_pem` (a provider served over https).
+    pub fn trusting(ca_pem: &str) -> Browser {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject as _;
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::aws_lc_rs::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        Browser {
+            client: reqwest::Client::builder()
+                .use_preconfigured_tls(tls)
+                .cookie_store(true)
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+        }
+    }
+
     pub fn new() -> Browser {
         Browser {
             client: reqwest::Client::builder()
@@ -564,4 +601,43 @@ pub async fn account_of(state: &periscope_state::State, email: &str) -> periscop
         .await
         .unwrap()
         .unwrap_or_else(|| panic!("no account for {email}"))
+}
+
+/// A test CA and a certificate for 127.0.0.1 and localhost it issued, as PEM files in a
+/// temporary directory: `ca.pem`, `cert.pem`, `key.pem`.
+pub struct TestCa {
+    pub dir: TempDir,
+    pub ca_pem: String,
+}
+
+impl TestCa {
+    pub fn generate(name: &str) -> TestCa {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
+        let dir = TempDir::new(name);
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, format!("Periscope test CA {name}"));
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::new(ca_params, ca_key);
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        params
+            .subject_alt_names
+            .push(SanType::IpAddress([127, 0, 0, 1].into()));
+        let cert = params.signed_by(&key, &issuer).unwrap();
+        std::fs::write(dir.path().join("ca.pem"), ca.pem()).unwrap();
+        std::fs::write(dir.path().join("cert.pem"), cert.pem()).unwrap();
+        std::fs::write(dir.path().join("key.pem"), key.serialize_pem()).unwrap();
+        TestCa {
+            dir,
+            ca_pem: ca.pem(),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
 }
