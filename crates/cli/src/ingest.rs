@@ -335,7 +335,8 @@ pub(crate) fn ingest_with(
             (Target::Server(server), Some(socket))
         }
         None => {
-            fs::create_dir_all(data)
+            // The same private directory `serve` creates: it will hold `state.db`'s secrets.
+            periscope_state::files::create_private_dir(data)
                 .with_context(|| format!("cannot create the data directory {}", data.display()))?;
             let store = DurableStore::open(&store_path).map_err(store_error)?;
             (Target::Store(store), None)

@@ -2,11 +2,12 @@
 //! and from standard input gives the same store; the summary agrees with `periscope validate`;
 //! re-ingesting applies nothing; bad lines are reported and skipped; a missing file or a bad
 //! `--batch` exits with 2; and an ingest killed with SIGKILL keeps its acknowledged batches and
-//! is completed by running it again.
+//! is completed by running it again. The data directory ingest creates is private (0700).
 
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -84,6 +85,9 @@ fn summary_agrees_with_validate_and_reingest_applies_nothing() {
     let file = dataset(&dir, 2000);
     let data = dir.join("data");
     let report = ingest(&data, &[path_str(&file)]);
+    // The data directory ingest creates will hold state.db's secrets: private from the start.
+    let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{}", data.display());
     let validate = text(&periscope(&["validate", path_str(&file)]).stdout);
 
     let lines = count(&validate, ": ");
