@@ -10,6 +10,7 @@
 use std::io::BufRead;
 
 use quick_xml::Reader;
+use quick_xml::XmlVersion;
 use quick_xml::events::{BytesStart, Event};
 
 use crate::lines::Counted;
@@ -161,18 +162,13 @@ impl<R: BufRead> XmlRecords<R> {
                 },
                 Event::Text(t) => {
                     if let Some(open) = stack.last_mut() {
-                        match t.xml_content() {
-                            Ok(text) => open.text.push_str(&text),
-                            Err(e) => {
-                                let line = self.line();
-                                return Err(self.fail(line, format!("not UTF-8: {e}")));
-                            }
-                        }
+                        // quick-xml has checked the text is UTF-8; line ends as XML 1.0.
+                        open.text.push_str(&t.xml10_content());
                     }
                 }
                 Event::CData(t) => {
                     if let Some(open) = stack.last_mut() {
-                        open.text.push_str(&String::from_utf8_lossy(&t));
+                        open.text.push_str(&t);
                     }
                 }
                 Event::GeneralRef(r) => {
@@ -180,11 +176,11 @@ impl<R: BufRead> XmlRecords<R> {
                         let resolved = match r.resolve_char_ref() {
                             Ok(Some(c)) => Some(c),
                             Ok(None) => match &*r {
-                                b"amp" => Some('&'),
-                                b"lt" => Some('<'),
-                                b"gt" => Some('>'),
-                                b"quot" => Some('"'),
-                                b"apos" => Some('\''),
+                                "amp" => Some('&'),
+                                "lt" => Some('<'),
+                                "gt" => Some('>'),
+                                "quot" => Some('"'),
+                                "apos" => Some('\''),
                                 _ => None,
                             },
                             Err(_) => None,
@@ -192,7 +188,7 @@ impl<R: BufRead> XmlRecords<R> {
                         match resolved {
                             Some(c) => open.text.push(c),
                             None => {
-                                let name = String::from_utf8_lossy(&r).into_owned();
+                                let name = r.to_string();
                                 let line = self.line();
                                 return Err(self.fail(line, format!("unknown entity &{name};")));
                             }
@@ -234,13 +230,13 @@ impl<R: BufRead> XmlRecords<R> {
 }
 
 fn element(e: &BytesStart<'_>) -> Result<Element, String> {
-    let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+    let name = e.name().as_ref().to_owned();
     let mut attrs = Vec::new();
     for attr in e.attributes() {
         let attr = attr.map_err(|e| format!("bad attribute in <{name}>: {e}"))?;
-        let key = String::from_utf8_lossy(attr.key.as_ref()).into_owned();
+        let key = attr.key.as_ref().to_owned();
         let value = attr
-            .unescape_value()
+            .normalized_value(XmlVersion::Implicit1_0)
             .map_err(|e| format!("bad attribute {key} in <{name}>: {e}"))?
             .into_owned();
         attrs.push((key, value));
