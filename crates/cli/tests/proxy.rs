@@ -13,7 +13,11 @@
 //! `crates/web/tests/browser`): pages with HSTS, every cookie Secure, and the refused sign-in
 //! logged with the browser's address.
 //!
-//! Needs Debian's `nginx`, `openssl`, `curl`, `chromium` and `nodejs`, and
+//! The same checks over curl through Debian's Caddy with the shipped `packaging/Caddyfile`
+//! (`caddy run` with its own ports, HOME and XDG directories, admin endpoint off, never the
+//! system service); Caddy connects from 127.0.0.1, so that is the trusted proxy there.
+//!
+//! Needs Debian's `nginx`, `caddy`, `openssl`, `curl`, `chromium` and `nodejs`, and
 //! `npm ci --prefix crates/web/tests/browser`; a missing one fails under CI (CI=true) and
 //! skips, loudly, elsewhere.
 
@@ -207,41 +211,7 @@ fn through_nginx_with_tls_hsts_secure_cookies_and_the_browsers_address() {
         text(&out.stderr)
     );
 
-    let mut server = command(&[
-        "serve",
-        "--data",
-        data.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-    ])
-    .env("PERISCOPE_DNS_SERVERS", "127.0.0.1:9")
-    .env("PERISCOPE_PUBLIC_URL", &public_url)
-    .env("PERISCOPE_HTTP_TRUSTED_PROXIES", "127.0.0.3/32")
-    .env("RUST_LOG", "info")
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let stderr = server.stderr.take().unwrap();
-    let server = Reaped(server);
-    let (tx, lines) = mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            if tx.send(line.unwrap()).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let upstream = loop {
-        let line = lines
-            .recv_timeout(Duration::from_secs(120))
-            .unwrap_or_else(|_| panic!("no serving line: {seen:?}"));
-        if let Some(rest) = line.strip_prefix("periscope: serving http://") {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-        seen.push(line);
-    };
+    let (server, lines, mut seen, upstream) = start_server(&data, &public_url, "127.0.0.3/32");
 
     let http = free_port();
     let conf = dir.join("nginx.conf");
@@ -281,79 +251,7 @@ fn through_nginx_with_tls_hsts_secure_cookies_and_the_browsers_address() {
         .unwrap();
     assert_eq!(text(&out.stdout), format!("301 https://127.0.0.1/"));
 
-    // The sign-in page over https: HSTS, and its CSRF cookie Secure.
-    let (status, headers, body) = curl(https, &cert, &jar, "/auth/signin", &[]);
-    assert_eq!(status, 200, "{headers}\n{body}");
-    assert!(
-        headers
-            .to_ascii_lowercase()
-            .contains("strict-transport-security: max-age=31536000"),
-        "{headers}"
-    );
-    let cookies = set_cookies(&headers);
-    let csrf_cookie = cookies
-        .iter()
-        .find(|c| c.starts_with("periscope_signin_csrf="))
-        .unwrap_or_else(|| panic!("no CSRF cookie: {headers}"))
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    for cookie in &cookies {
-        assert!(cookie.contains("; Secure"), "not Secure: {cookie}");
-    }
-    // The browser application's first page sets its own cookie, Secure too.
-    let (status, headers, _) = curl(https, &cert, &jar, "/", &[]);
-    assert!(status < 500, "{headers}");
-    assert!(
-        headers
-            .to_ascii_lowercase()
-            .contains("strict-transport-security")
-    );
-    for cookie in set_cookies(&headers) {
-        assert!(cookie.contains("; Secure"), "not Secure: {cookie}");
-    }
-
-    // An API request through the proxy is logged with the browser's address.
-    let (status, _, _) = curl(https, &cert, &jar, "/healthz", &[]);
-    assert_eq!(status, 200);
-    let logged = wait_for(&lines, &mut seen, "http.route=\"/healthz\"");
-    assert!(logged.contains("client.ip=127.0.0.2"), "{logged}");
-
-    // A refused sign-in from the browser at 127.0.0.2, which also claims another address.
-    let csrf = body_field(&body, "csrf");
-    let form = format!("csrf={csrf}&email=nobody%40example.com&password=wrong-password");
-    let (status, headers, _) = curl(
-        https,
-        &cert,
-        &jar,
-        "/auth/signin",
-        &["-H", "X-Forwarded-For: 203.0.113.9", "--data", &form],
-    );
-    assert_eq!(status, 401, "{headers}");
-    let refused = wait_for(&lines, &mut seen, "sign-in refused");
-    assert!(refused.contains("client.ip=127.0.0.2"), "{refused}");
-
-    // Directly, not through the proxy, from 127.0.0.4: the header names nobody. (The
-    // cookie is Secure, so it is handed over by hand on plain http.)
-    let out = Command::new("curl")
-        .args([
-            "-sS",
-            "--interface",
-            "127.0.0.4",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-        ])
-        .args(["-H", &format!("Cookie: {csrf_cookie}")])
-        .args(["-H", "X-Forwarded-For: 203.0.113.9", "--data", &form])
-        .arg(format!("http://{upstream}/auth/signin"))
-        .output()
-        .unwrap();
-    assert_eq!(text(&out.stdout), "401", "{}", text(&out.stderr));
-    let refused = wait_for(&lines, &mut seen, "sign-in refused");
-    assert!(refused.contains("client.ip=127.0.0.4"), "{refused}");
+    checks_through_proxy(https, &cert, &jar, &upstream, &lines, &mut seen);
 
     chromium_through_nginx(&public_url, &lines, &mut seen);
     drop(server);
@@ -424,4 +322,232 @@ fn wait_for(lines: &mpsc::Receiver<String>, seen: &mut Vec<String>, needle: &str
         }
         seen.push(line);
     }
+}
+
+/// `periscope serve` on a free loopback port, trusting `trusted` as its proxy: the child,
+/// its stderr lines, the lines read so far, and its address.
+fn start_server(
+    data: &Path,
+    public_url: &str,
+    trusted: &str,
+) -> (Reaped, mpsc::Receiver<String>, Vec<String>, String) {
+    let mut server = command(&[
+        "serve",
+        "--data",
+        data.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ])
+    .env("PERISCOPE_DNS_SERVERS", "127.0.0.1:9")
+    .env("PERISCOPE_PUBLIC_URL", public_url)
+    .env("PERISCOPE_HTTP_TRUSTED_PROXIES", trusted)
+    .env("RUST_LOG", "info")
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stderr = server.stderr.take().unwrap();
+    let server = Reaped(server);
+    let (tx, lines) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let upstream = loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("no serving line: {seen:?}"));
+        if let Some(rest) = line.strip_prefix("periscope: serving http://") {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+        seen.push(line);
+    };
+
+    (server, lines, seen, upstream)
+}
+
+/// Through the proxy on `https` from curl at 127.0.0.2: HSTS and Secure cookies on the
+/// sign-in page and the application, an API request and a refused sign-in (which forges
+/// `X-Forwarded-For`) logged with 127.0.0.2; and directly at `upstream` from 127.0.0.4, the
+/// forged header names nobody.
+fn checks_through_proxy(
+    https: u16,
+    cert: &str,
+    jar: &Path,
+    upstream: &str,
+    lines: &mpsc::Receiver<String>,
+    seen: &mut Vec<String>,
+) {
+    // The sign-in page over https: HSTS, and its CSRF cookie Secure.
+    let (status, headers, body) = curl(https, cert, jar, "/auth/signin", &[]);
+    assert_eq!(status, 200, "{headers}\n{body}");
+    assert!(
+        headers
+            .to_ascii_lowercase()
+            .contains("strict-transport-security: max-age=31536000"),
+        "{headers}"
+    );
+    let cookies = set_cookies(&headers);
+    let csrf_cookie = cookies
+        .iter()
+        .find(|c| c.starts_with("periscope_signin_csrf="))
+        .unwrap_or_else(|| panic!("no CSRF cookie: {headers}"))
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    for cookie in &cookies {
+        assert!(cookie.contains("; Secure"), "not Secure: {cookie}");
+    }
+    // The browser application's first page sets its own cookie, Secure too.
+    let (status, headers, _) = curl(https, cert, jar, "/", &[]);
+    assert!(status < 500, "{headers}");
+    assert!(
+        headers
+            .to_ascii_lowercase()
+            .contains("strict-transport-security")
+    );
+    for cookie in set_cookies(&headers) {
+        assert!(cookie.contains("; Secure"), "not Secure: {cookie}");
+    }
+
+    // An API request through the proxy is logged with the browser's address.
+    let (status, _, _) = curl(https, cert, jar, "/healthz", &[]);
+    assert_eq!(status, 200);
+    let logged = wait_for(lines, seen, "http.route=\"/healthz\"");
+    assert!(logged.contains("client.ip=127.0.0.2"), "{logged}");
+
+    // A refused sign-in from the browser at 127.0.0.2, which also claims another address.
+    let csrf = body_field(&body, "csrf");
+    let form = format!("csrf={csrf}&email=nobody%40example.com&password=wrong-password");
+    let (status, headers, _) = curl(
+        https,
+        cert,
+        jar,
+        "/auth/signin",
+        &["-H", "X-Forwarded-For: 203.0.113.9", "--data", &form],
+    );
+    assert_eq!(status, 401, "{headers}");
+    let refused = wait_for(lines, seen, "sign-in refused");
+    assert!(refused.contains("client.ip=127.0.0.2"), "{refused}");
+
+    // Directly, not through the proxy, from 127.0.0.4: the header names nobody. (The
+    // cookie is Secure, so it is handed over by hand on plain http.)
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "--interface",
+            "127.0.0.4",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+        ])
+        .args(["-H", &format!("Cookie: {csrf_cookie}")])
+        .args(["-H", "X-Forwarded-For: 203.0.113.9", "--data", &form])
+        .arg(format!("http://{upstream}/auth/signin"))
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "401", "{}", text(&out.stderr));
+    let refused = wait_for(lines, seen, "sign-in refused");
+    assert!(refused.contains("client.ip=127.0.0.4"), "{refused}");
+}
+
+/// The shipped `packaging/Caddyfile` made to run here: its own ports on 127.0.0.1, the test
+/// certificate, the server's address.
+fn caddyfile(https: u16, http: u16, upstream: &str, cert: &str, key: &str) -> String {
+    let site = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/Caddyfile"),
+    )
+    .unwrap();
+    for expected in [
+        "admin off",
+        "periscope.example.com {",
+        "tls /etc/ssl/periscope/fullchain.pem /etc/ssl/periscope/privkey.pem",
+        "reverse_proxy 127.0.0.1:8080",
+    ] {
+        assert!(site.contains(expected), "the Caddyfile lacks {expected}");
+    }
+    site.replace(
+        "admin off",
+        &format!("admin off\n\thttp_port {http}\n\thttps_port {https}\n\tdefault_bind 127.0.0.1"),
+    )
+    .replace("periscope.example.com {", &format!("{NAME} {{"))
+    .replace("/etc/ssl/periscope/fullchain.pem", cert)
+    .replace("/etc/ssl/periscope/privkey.pem", key)
+    .replace("127.0.0.1:8080", upstream)
+}
+
+#[test]
+fn through_caddy_with_tls_hsts_secure_cookies_and_the_browsers_address() {
+    if !(have("caddy", "caddy") && have("openssl", "openssl") && have("curl", "curl")) {
+        return;
+    }
+    let dir = scratch("proxy_caddy");
+    let (cert, key) = certificate(&dir);
+    let https = free_port();
+    let public_url = format!("https://{NAME}:{https}");
+    // Caddy connects to the server from 127.0.0.1; curl is at 127.0.0.2.
+    let (server, lines, mut seen, upstream) =
+        start_server(&dir.join("data"), &public_url, "127.0.0.1/32");
+
+    let http = free_port();
+    let conf = dir.join("Caddyfile");
+    std::fs::write(&conf, caddyfile(https, http, &upstream, &cert, &key)).unwrap();
+    let home = dir.join("caddy-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let log = std::fs::File::create(dir.join("caddy.log")).unwrap();
+    let caddy = Command::new("caddy")
+        .args(["run", "--adapter", "caddyfile", "--config"])
+        .arg(&conf)
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let mut caddy = Reaped(caddy);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", https)).is_err() {
+        let log = std::fs::read_to_string(dir.join("caddy.log")).unwrap_or_default();
+        assert!(
+            Instant::now() < deadline && caddy.0.try_wait().unwrap().is_none(),
+            "caddy did not start: {log}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Plain http is sent to https (on the standard port: the example has no port of its own).
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{redirect_url}",
+        ])
+        .args(["--resolve", &format!("{NAME}:{http}:127.0.0.1")])
+        .arg(format!("http://{NAME}:{http}/"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&out.stdout),
+        format!("308 https://{NAME}/"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let jar = dir.join("cookies.txt");
+    checks_through_proxy(https, &cert, &jar, &upstream, &lines, &mut seen);
+
+    // /metrics is not served through the proxy.
+    let (status, _, _) = curl(https, &cert, &jar, "/metrics", &[]);
+    assert_eq!(status, 404);
+    drop(caddy);
+    drop(server);
 }
