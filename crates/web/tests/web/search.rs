@@ -378,6 +378,7 @@ pub(crate) async fn used(
         account,
         key: None,
         channel: Channel::Web,
+        client: None,
     };
     service
         .allowance(&caller)
