@@ -24,6 +24,11 @@ use crate::{App, MAX_BODY_BYTES};
 /// The response header carrying the request id.
 pub static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
+/// The client's address as the server determined it (the peer, or the client behind a trusted
+/// proxy), for the audit record; `None` when the server was not given one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub Option<std::net::IpAddr>);
+
 /// The id of the request being answered (`request_id` in every body).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestId(pub String);
@@ -82,6 +87,7 @@ pub async fn request_envelope(State(app): State<App>, mut req: Request, next: Ne
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map(|info| info.0.ip());
     req.extensions_mut().insert(id.clone());
+    req.extensions_mut().insert(ClientAddr(client));
     let mut response = next.run(req).await;
     if let Some(error) = response.extensions_mut().remove::<ApiError>() {
         response = error.render(&id.0);

@@ -104,6 +104,9 @@ pub struct Caller {
     pub key: Option<KeyId>,
     /// The channel.
     pub channel: Channel,
+    /// The client's address as the server determined it (the peer, or the client behind a
+    /// trusted proxy), kept in the audit record; `None` when unknown.
+    pub client: Option<std::net::IpAddr>,
 }
 
 /// The search service. Cheap to clone; clones share everything.
@@ -237,6 +240,7 @@ impl SearchService {
                 account: owner.account,
                 key: Some(owner.key),
                 channel: Channel::Api,
+                client: None,
             }),
             Ok(None) => Err(ServiceError::Unauthorized),
             Err(e) => Err(ServiceError::state("authenticating a key", &e)),

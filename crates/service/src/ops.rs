@@ -581,6 +581,7 @@ impl SearchService {
             channel: caller.channel,
             operation,
             subject: Some(subject.to_owned()),
+            client: caller.client,
         };
         self.inner.audit.record(&entry).await.map_err(|e| {
             tracing::error!(request.id = request_id, error = %error_chain(&e),

@@ -5,7 +5,9 @@
 //!
 //! The record holds who (account, and the API key when one was used), when, through which
 //! channel, which operation, its subject (the query text, or the IP address for host detail),
-//! the request id that the response carries, and later the outcome.
+//! the request id that the response carries, the client's address, and later the outcome.
+
+use std::net::IpAddr;
 
 use periscope_model::Timestamp;
 
@@ -108,6 +110,9 @@ pub struct AuditEntry {
     pub operation: Operation,
     /// The query text as sent, or the IP address for host detail.
     pub subject: Option<String>,
+    /// The client's address as the server determined it (the peer, or the client behind a
+    /// trusted proxy); `None` for records written before it was kept, or when unknown.
+    pub client: Option<IpAddr>,
 }
 
 /// A stored audit record.
@@ -131,10 +136,18 @@ type AuditRow = (
     String,
     Option<String>,
     Option<String>,
+    Option<String>,
 );
 
 fn record_from_row(row: AuditRow) -> Result<AuditRecord> {
-    let (id, request_id, at, account, key, channel, operation, subject, outcome) = row;
+    let (id, request_id, at, account, key, channel, operation, subject, client, outcome) = row;
+    let client = match client {
+        None => None,
+        Some(text) => Some(
+            text.parse::<IpAddr>()
+                .map_err(|_| StateError::Corrupt("audit_records.client"))?,
+        ),
+    };
     Ok(AuditRecord {
         id: AuditId(id),
         entry: AuditEntry {
@@ -145,6 +158,7 @@ fn record_from_row(row: AuditRow) -> Result<AuditRecord> {
             channel: Channel::from_stored(&channel)?,
             operation: Operation::from_stored(&operation)?,
             subject,
+            client,
         },
         outcome,
     })
@@ -157,7 +171,8 @@ impl State {
         on_db!(&self.db, |pool| {
             sqlx::query(
                 "INSERT INTO audit_records (id, recorded_at, request_id, account_id, key_id, \
-                 channel, operation, subject) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                 channel, operation, subject, client) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )
             .bind(id)
             .bind(entry.at.unix())
@@ -167,6 +182,7 @@ impl State {
             .bind(entry.channel.as_str())
             .bind(entry.operation.as_str())
             .bind(&entry.subject)
+            .bind(entry.client.map(|ip| ip.to_string()))
             .execute(pool)
             .await
             .map_err(crate::accounts::unknown_account_on_fk)?;
@@ -195,7 +211,7 @@ impl State {
         let rows: Vec<AuditRow> = on_db!(&self.db, |pool| {
             sqlx::query_as(
                 "SELECT id, request_id, recorded_at, account_id, key_id, channel, operation, \
-                 subject, outcome FROM audit_records \
+                 subject, client, outcome FROM audit_records \
                  WHERE $1 IS NULL OR account_id = $1 \
                  ORDER BY recorded_at DESC, id DESC LIMIT $2",
             )

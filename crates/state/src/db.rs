@@ -42,10 +42,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "key_prefix",
         include_str!("../migrations/0003_key_prefix.sql"),
     ),
+    (
+        4,
+        "audit_client",
+        include_str!("../migrations/0004_audit_client.sql"),
+    ),
 ];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+pub(crate) const SCHEMA_VERSION: i64 = 4;
 
 /// How long a statement waits for the SQLite write lock, or for a free pooled SQLite
 /// connection (a local file has no outage to report; waiting is back-pressure).

@@ -113,6 +113,30 @@ pub(crate) struct Signed {
     pub(crate) session: WebSession,
     pub(crate) account: Account,
     pub(crate) ring: Ring,
+    /// The client's address (see [`Client`]), kept in the audit record of its searches; set by
+    /// the handlers that search.
+    pub(crate) client: Option<std::net::IpAddr>,
+}
+
+/// The client's address as the server determined it (the `ConnectInfo` peer address: the
+/// client's behind a trusted proxy), for the audit record; `None` when the router was called
+/// without one.
+pub(crate) struct Client(pub(crate) Option<std::net::IpAddr>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Client {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(Client(
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|info| info.0.ip()),
+        ))
+    }
 }
 
 impl Signed {
@@ -139,7 +163,7 @@ pub(crate) async fn read_ring(web: &Web, account: &Account) -> Ring {
     let inner = &web.inner;
     let usage = match inner.search.get() {
         Some(service) => {
-            let caller = crate::routes::search::caller(account);
+            let caller = crate::routes::search::caller(account, None);
             service.allowance(&caller).await.map_err(|e| e.to_string())
         }
         None => match account.daily_limit {
@@ -210,6 +234,7 @@ pub(crate) async fn require_session(
         session,
         account,
         ring,
+        client: None,
     })
 }
 
@@ -244,6 +269,7 @@ pub(crate) async fn optional_session(web: &Web, headers: &HeaderMap) -> Option<S
         session,
         account,
         ring,
+        client: None,
     })
 }
 
@@ -281,6 +307,7 @@ pub(crate) async fn require_session_fragment(
             session,
             account,
             ring: Ring::Unread,
+            client: None,
         }),
         Ok(None) => Err(ended()),
         Err(e) => Err(internal("cannot read the account", &e)),

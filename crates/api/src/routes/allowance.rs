@@ -8,17 +8,18 @@ use axum::response::Response;
 use periscope_api_types::AllowanceResponse;
 
 use crate::App;
-use crate::edge::{RequestId, json, no_body};
+use crate::edge::{ClientAddr, RequestId, json, no_body};
 use crate::error::ApiError;
 
 /// The handler.
 pub async fn get(
     State(app): State<App>,
     Extension(id): Extension<RequestId>,
+    Extension(client): Extension<ClientAddr>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let caller = super::free_caller(&app, &headers).await?;
+    let caller = super::free_caller(&app, &headers, client).await?;
     no_body(&Method::GET, &headers, body).await?;
     let usage = app.service.allowance(&caller).await?;
     Ok(json(&AllowanceResponse {

@@ -8,17 +8,18 @@ use periscope_api_types::{HostDetailBody, HostDetailResponse};
 use periscope_service::DetailRequest;
 
 use crate::App;
-use crate::edge::{RequestId, json};
+use crate::edge::{ClientAddr, RequestId, json};
 use crate::error::ApiError;
 
 /// The handler.
 pub async fn post(
     State(app): State<App>,
     Extension(id): Extension<RequestId>,
+    Extension(client): Extension<ClientAddr>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let caller = super::free_caller(&app, &headers).await?;
+    let caller = super::free_caller(&app, &headers, client).await?;
     let req: HostDetailBody = super::body(&headers, body).await?;
     let detail = app
         .service

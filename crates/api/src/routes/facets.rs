@@ -7,17 +7,18 @@ use axum::response::Response;
 use periscope_api_types::{FacetsResponse, QueryBody};
 
 use crate::App;
-use crate::edge::{RequestId, json};
+use crate::edge::{ClientAddr, RequestId, json};
 use crate::error::ApiError;
 
 /// The handler.
 pub async fn post(
     State(app): State<App>,
     Extension(id): Extension<RequestId>,
+    Extension(client): Extension<ClientAddr>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let caller = super::free_caller(&app, &headers).await?;
+    let caller = super::free_caller(&app, &headers, client).await?;
     let req: QueryBody = super::body(&headers, body).await?;
     let answer = app.service.facets(&caller, &id.0, &req.query).await?;
     Ok(json(&FacetsResponse::new(

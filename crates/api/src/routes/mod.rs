@@ -21,17 +21,28 @@ use periscope_api_types::{ErrorCode, RequestBody};
 use periscope_service::Caller;
 
 use crate::App;
-use crate::edge::{bearer, content_type, read_body};
+use crate::edge::{ClientAddr, bearer, content_type, read_body};
 use crate::error::ApiError;
 
-/// The caller of `Authorization: Bearer <key>`; the same 401 for every failure.
-pub(crate) async fn caller(app: &App, headers: &HeaderMap) -> Result<Caller, ApiError> {
-    Ok(app.service.caller_for_key(bearer(headers)).await?)
+/// The caller of `Authorization: Bearer <key>`, from `client` (kept in the audit record); the
+/// same 401 for every failure.
+pub(crate) async fn caller(
+    app: &App,
+    headers: &HeaderMap,
+    client: ClientAddr,
+) -> Result<Caller, ApiError> {
+    let mut caller = app.service.caller_for_key(bearer(headers)).await?;
+    caller.client = client.0;
+    Ok(caller)
 }
 
 /// The caller of a free route: authenticated, then within its key's request rate.
-pub(crate) async fn free_caller(app: &App, headers: &HeaderMap) -> Result<Caller, ApiError> {
-    let caller = caller(app, headers).await?;
+pub(crate) async fn free_caller(
+    app: &App,
+    headers: &HeaderMap,
+    client: ClientAddr,
+) -> Result<Caller, ApiError> {
+    let caller = caller(app, headers, client).await?;
     if let Some(key) = caller.key
         && let Err(wait) = app.rate.take(key, Instant::now())
     {

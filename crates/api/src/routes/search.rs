@@ -11,7 +11,7 @@ use periscope_service::SearchRequest;
 use periscope_state::Usage;
 
 use crate::App;
-use crate::edge::{RequestId, json};
+use crate::edge::{ClientAddr, RequestId, json};
 use crate::error::ApiError;
 
 /// The wire form of an allowance.
@@ -23,10 +23,11 @@ pub(crate) fn allowance(usage: Usage) -> Allowance {
 pub async fn post(
     State(app): State<App>,
     Extension(id): Extension<RequestId>,
+    Extension(client): Extension<ClientAddr>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let caller = super::caller(&app, &headers).await?;
+    let caller = super::caller(&app, &headers, client).await?;
     let req: SearchBody = super::body(&headers, body).await?;
     let answer = app
         .service

@@ -197,6 +197,10 @@ api_test!(audit_records_are_written_for_the_search_capability, |app| {
     let id = r.body["request_id"].as_str().unwrap().to_owned();
     app.post("/v1/hosts/detail", json!({"ip": "240.255.255.254"}))
         .await;
+    let search = app
+        .post("/v1/search", json!({"query": "port:443", "limit": 1}))
+        .await;
+    let search_id = search.body["request_id"].as_str().unwrap().to_owned();
     let records = app
         .state
         .audit_records(Some(app.account.id), 10)
@@ -205,6 +209,17 @@ api_test!(audit_records_are_written_for_the_search_capability, |app| {
     let count = records.iter().find(|r| r.entry.request_id == id).unwrap();
     assert_eq!(count.entry.subject.as_deref(), Some("port:22"));
     assert_eq!(count.outcome.as_deref(), Some("ok"));
+    // Each record holds the client's address: the test connects from loopback, no proxy.
+    let search = records
+        .iter()
+        .find(|r| r.entry.request_id == search_id)
+        .unwrap();
+    assert_eq!(search.entry.subject.as_deref(), Some("port:443"));
+    let loopback: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    assert!(
+        records.iter().all(|r| r.entry.client == Some(loopback)),
+        "{records:?}"
+    );
     assert!(
         records
             .iter()

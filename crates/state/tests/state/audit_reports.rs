@@ -28,6 +28,7 @@ async fn audit_records_are_written_listed_and_completed() {
             channel: Channel::Api,
             operation: Operation::Search,
             subject: Some("port:22".into()),
+            client: Some("2001:db8::7".parse().unwrap()),
         };
         let second = AuditEntry {
             request_id: "req-2".into(),
@@ -36,6 +37,7 @@ async fn audit_records_are_written_listed_and_completed() {
             channel: Channel::Web,
             operation: Operation::HostDetail,
             subject: Some("240.0.0.1".into()),
+            client: Some("192.0.2.9".parse().unwrap()),
             ..first.clone()
         };
         let first_id = sink.record(&first).await.unwrap();
@@ -49,6 +51,19 @@ async fn audit_records_are_written_listed_and_completed() {
         assert_eq!(records[0].outcome, None);
         assert_eq!(records[1].entry, first);
         assert_eq!(records[1].outcome.as_deref(), Some("ok"));
+        // The client address is kept as sent, IPv6 and IPv4.
+        assert_eq!(records[1].entry.client, first.client);
+        assert_eq!(records[0].entry.client, second.client);
+        // A record without a known client (as before schema version 4) reads back as None.
+        let unknown = AuditEntry {
+            request_id: "req-3".into(),
+            at: later(noon(), 2),
+            client: None,
+            ..first.clone()
+        };
+        sink.record(&unknown).await.unwrap();
+        let newest = state.audit_records(Some(ann), 1).await.unwrap();
+        assert_eq!(newest[0].entry, unknown);
         assert_eq!(state.audit_records(None, 1).await.unwrap().len(), 1);
         assert!(
             state

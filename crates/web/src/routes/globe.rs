@@ -18,7 +18,7 @@ use crate::Web;
 use crate::assets::href;
 use crate::html::{escape, secure_headers};
 use crate::routes::search::error_wording;
-use crate::session::{request_id, require_session_fragment};
+use crate::session::{Client, request_id, require_session_fragment};
 
 /// The assets a page with the Globe loads after `app.js`, in order.
 pub(crate) const ASSETS: &[&str] = &[
@@ -126,13 +126,15 @@ fn error_body(e: &ServiceError) -> (StatusCode, String) {
 /// the query at that level, free of charge.
 pub(crate) async fn exposure(
     AxumState(web): AxumState<Web>,
+    Client(client): Client,
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    let signed = match require_session_fragment(&web, &headers).await {
+    let mut signed = match require_session_fragment(&web, &headers).await {
         Ok(signed) => signed,
         Err(response) => return response,
     };
+    signed.client = client;
     let params = Params::parse(uri.query());
     let service = match web.service() {
         Ok(service) => service,
@@ -141,7 +143,7 @@ pub(crate) async fn exposure(
             return json(status, body);
         }
     };
-    let caller = crate::routes::search::caller(&signed.account);
+    let caller = crate::routes::search::caller(&signed.account, signed.client);
     let request_id = request_id();
     let answer = service
         .exposure(

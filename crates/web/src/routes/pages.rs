@@ -10,9 +10,15 @@ use crate::html::{message, page_with};
 use crate::routes::{globe, search};
 use crate::session::*;
 
-pub(crate) async fn home(AxumState(web): AxumState<Web>, headers: HeaderMap, uri: Uri) -> Response {
+pub(crate) async fn home(
+    AxumState(web): AxumState<Web>,
+    Client(client): Client,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
     match require_session(&web, &headers, &uri).await {
         Ok(mut signed) => {
+            signed.client = client;
             let params = search::Params::parse(uri.query());
             let (status, section) = search::search_section(&web, &signed, &params).await;
             // The ring shows the allowance after the search this page ran.

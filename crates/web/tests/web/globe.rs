@@ -64,6 +64,7 @@ async fn the_exposure_route_answers_the_api_exposure_free_of_charge() {
             account: account.clone(),
             key: None,
             channel: Channel::Web,
+            client: None,
         };
         // A filter query, and the /24 of a stored host (a CIDR search).
         let ip = data()

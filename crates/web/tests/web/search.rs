@@ -378,6 +378,7 @@ pub(crate) async fn used(
         account,
         key: None,
         channel: Channel::Web,
+        client: None,
     };
     service
         .allowance(&caller)
@@ -572,6 +573,15 @@ async fn pages_already_shown_come_back_free_and_new_pages_are_charged() {
             before + 1,
             "page 1: one charge"
         );
+        // Its audit record holds the browser's address (the test browser is on loopback).
+        let account = account_of(state, email).await;
+        let records = state.audit_records(Some(account.id), 10).await.unwrap();
+        let record = records
+            .iter()
+            .find(|r| r.entry.operation == periscope_state::Operation::Search)
+            .unwrap_or_else(|| panic!("no search audit record: {records:?}"));
+        assert_eq!(record.entry.channel, periscope_state::Channel::Web);
+        assert_eq!(record.entry.client, Some("127.0.0.1".parse().unwrap()));
         // The list rows: preview services with the matched ones marked.
         assert!(
             first

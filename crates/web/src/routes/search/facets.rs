@@ -13,7 +13,7 @@ use super::filters::REMOVE_ONE;
 use super::{caller, search_href};
 use crate::Web;
 use crate::html::escape;
-use crate::session::{request_id, require_session_fragment};
+use crate::session::{Client, request_id, require_session_fragment};
 
 fn fragment(status: StatusCode, html: String) -> Response {
     let mut response = (status, html).into_response();
@@ -55,18 +55,20 @@ fn hosts(n: u64, relation: Relation) -> String {
 /// `GET /app/count?q=…` — the total of an ASN or filter search.
 pub(crate) async fn count(
     AxumState(web): AxumState<Web>,
+    Client(client): Client,
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    let signed = match require_session_fragment(&web, &headers).await {
+    let mut signed = match require_session_fragment(&web, &headers).await {
         Ok(s) => s,
         Err(r) => return r,
     };
+    signed.client = client;
     let q = query_param(&uri);
     let answer = match web.service() {
         Ok(service) => {
             service
-                .count(&caller(&signed.account), &request_id(), &q)
+                .count(&caller(&signed.account, signed.client), &request_id(), &q)
                 .await
         }
         Err(e) => Err(e),
@@ -92,18 +94,20 @@ pub(crate) async fn count(
 /// `GET /app/facets?q=…` — the Suggested Filters panel of a filter search.
 pub(crate) async fn facets(
     AxumState(web): AxumState<Web>,
+    Client(client): Client,
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    let signed = match require_session_fragment(&web, &headers).await {
+    let mut signed = match require_session_fragment(&web, &headers).await {
         Ok(s) => s,
         Err(r) => return r,
     };
+    signed.client = client;
     let q = query_param(&uri);
     let answer = match web.service() {
         Ok(service) => {
             service
-                .facets(&caller(&signed.account), &request_id(), &q)
+                .facets(&caller(&signed.account, signed.client), &request_id(), &q)
                 .await
         }
         Err(e) => Err(e),

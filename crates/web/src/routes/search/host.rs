@@ -14,7 +14,7 @@ use periscope_service::{DetailRequest, ServiceError};
 use super::{caller, error_html, search_href};
 use crate::Web;
 use crate::html::{escape, page_with};
-use crate::session::{Signed, request_id, require_session, require_session_fragment};
+use crate::session::{Client, Signed, request_id, require_session, require_session_fragment};
 
 /// Services per host-detail page (the API's maximum).
 pub(crate) const DETAIL_SERVICES: u32 = 20;
@@ -439,7 +439,7 @@ async fn detail(
     let request_id = request_id();
     service
         .host_detail(
-            &caller(&signed.account),
+            &caller(&signed.account, signed.client),
             &request_id,
             DetailRequest {
                 ip: &p.ip,
@@ -466,13 +466,15 @@ fn fragment(status: StatusCode, html: String) -> Response {
 /// (rows and the next "More services" control).
 pub(crate) async fn panel(
     AxumState(web): AxumState<Web>,
+    Client(client): Client,
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    let signed = match require_session_fragment(&web, &headers).await {
+    let mut signed = match require_session_fragment(&web, &headers).await {
         Ok(s) => s,
         Err(r) => return r,
     };
+    signed.client = client;
     let p = host_params(&uri);
     match detail(&web, &signed, &p).await {
         Ok(d) if p.cursor.is_some() => {
@@ -498,11 +500,17 @@ pub(crate) async fn panel(
 
 /// `GET /host?ip=…[&cursor=…]` — the host view as a page (free), where "More services" leads
 /// without a script.
-pub(crate) async fn page(AxumState(web): AxumState<Web>, headers: HeaderMap, uri: Uri) -> Response {
-    let signed = match require_session(&web, &headers, &uri).await {
+pub(crate) async fn page(
+    AxumState(web): AxumState<Web>,
+    Client(client): Client,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let mut signed = match require_session(&web, &headers, &uri).await {
         Ok(s) => s,
         Err(r) => return r,
     };
+    signed.client = client;
     let p = host_params(&uri);
     let (status, body) = match detail(&web, &signed, &p).await {
         Ok(d) => (StatusCode::OK, host_view(&d.host, d.next.as_deref(), "h1")),

@@ -95,12 +95,17 @@ fn page_href(q: &str, cursor: Option<&str>, page: u32) -> String {
     format!("/?{}", s.finish())
 }
 
-/// The signed-in account as the search service's caller (the browser channel).
-pub(crate) fn caller(account: &periscope_state::Account) -> Caller {
+/// The signed-in account as the search service's caller (the browser channel), from `client`
+/// (kept in the audit record).
+pub(crate) fn caller(
+    account: &periscope_state::Account,
+    client: Option<std::net::IpAddr>,
+) -> Caller {
     Caller {
         account: account.clone(),
         key: None,
         channel: Channel::Web,
+        client,
     }
 }
 
@@ -431,7 +436,7 @@ pub(crate) async fn search_section(
             return (status, out + &html);
         }
     };
-    let caller = caller(&signed.account);
+    let caller = caller(&signed.account, signed.client);
     let request_id = request_id();
     let session = signed.session.csrf.as_str();
     let now = web.inner.clock.now();
