@@ -17,8 +17,7 @@
 //! creates the data directory 0700 (it holds `state.db`, with the sign-in keys).
 //!
 //! Responses are gzip-compressed for clients that ask. `/metrics` also records the time of
-//! each ingest batch and of each index refresh (the refresher runs here, not in
-//! `LiveIndex::spawn_refresher`, to time them).
+//! each ingest batch and of each index refresh (`LiveIndex::spawn_refresher` reports them).
 //!
 //! Logs go to standard error, as text or one JSON object per line (`log_format`), at the
 //! levels `RUST_LOG` selects (default `info`). No log
@@ -164,58 +163,6 @@ impl IndexProbe for LiveProbe {
     }
 }
 
-/// Every [`REFRESH_EVERY`] until `stop`: a full rebuild on a thread of its own when one is
-/// due and none runs, and a delta refresh — what `LiveIndex::spawn_refresher` does, with the
-/// time of each refresh that swapped in a view recorded in the metrics.
-fn spawn_refresher(
-    live: Arc<LiveIndex>,
-    clock: Arc<SystemClock>,
-    stop: Arc<AtomicBool>,
-    metrics: Arc<periscope_api::Metrics>,
-) -> std::io::Result<std::thread::JoinHandle<()>> {
-    let failed = |e: &periscope_index::engine::BuildError| {
-        tracing::error!(error = %error_chain(e), "index refresh failed");
-    };
-    std::thread::Builder::new()
-        .name("index-refresh".into())
-        .spawn(move || {
-            let rebuilding = Arc::new(AtomicBool::new(false));
-            while !stop.load(Ordering::SeqCst) {
-                std::thread::sleep(REFRESH_EVERY);
-                let now = clock.now();
-                if live.full_rebuild_due(now) && !rebuilding.swap(true, Ordering::SeqCst) {
-                    let (live, flag, metrics) = (
-                        Arc::clone(&live),
-                        Arc::clone(&rebuilding),
-                        Arc::clone(&metrics),
-                    );
-                    let spawned = std::thread::Builder::new()
-                        .name("index-rebuild".into())
-                        .spawn(move || {
-                            let started = std::time::Instant::now();
-                            // `refresh` rebuilds in full when one is due and none runs.
-                            match live.refresh(now) {
-                                Ok(true) => metrics.observe_refresh("full", started.elapsed()),
-                                Ok(false) => {}
-                                Err(e) => failed(&e),
-                            }
-                            flag.store(false, Ordering::SeqCst);
-                        });
-                    if spawned.is_err() {
-                        rebuilding.store(false, Ordering::SeqCst);
-                        tracing::warn!("no thread for a full index rebuild; trying again later");
-                    }
-                }
-                let started = std::time::Instant::now();
-                match live.refresh_delta(now) {
-                    Ok(true) => metrics.observe_refresh("delta", started.elapsed()),
-                    Ok(false) => {}
-                    Err(e) => failed(&e),
-                }
-            }
-        })
-}
-
 /// Raises the soft descriptor limit to the hard one and returns the limit in force.
 fn raise_descriptor_limit() -> u64 {
     match rlimit::increase_nofile_limit(u64::MAX) {
@@ -309,13 +256,17 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
 
     let metrics = Arc::clone(&app.metrics);
     let stop = Arc::new(AtomicBool::new(false));
-    let refresher = spawn_refresher(
-        Arc::clone(&live),
-        clock.clone(),
-        Arc::clone(&stop),
-        Arc::clone(&metrics),
-    )
-    .context("cannot start the index refresher")?;
+    let refresher = {
+        let (clock, metrics) = (clock.clone(), Arc::clone(&metrics));
+        live.spawn_refresher(
+            REFRESH_EVERY,
+            move || clock.now(),
+            Arc::clone(&stop),
+            move |kind, took| metrics.observe_refresh(kind.as_str(), took),
+            |e| tracing::error!(error = %error_chain(e), "index refresh failed"),
+        )
+        .context("cannot start the index refresher")?
+    };
 
     let (ingest_listener, socket_path) = ingest_socket::bind(&data)?;
     let ingest_task = {

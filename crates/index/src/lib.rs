@@ -44,7 +44,7 @@ pub use periscope_scan::api::{
 };
 
 pub use engine::{EmbeddedIndex, LayeredIndex};
-pub use live::{LiveIndex, Opened};
+pub use live::{LiveIndex, Opened, RefreshKind};
 pub use periscope_scan::store::{
     ApplyOutcome, DomainScans, HostRecord, IndexConfig, StoredService,
 };

@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use periscope_model::observation::{DomainScan, Observation};
 use periscope_model::{DomainName, Timestamp};
@@ -125,6 +125,25 @@ fn remove_if_present(path: &Path) -> std::io::Result<()> {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Which refresh swapped in a new view ([`LiveIndex::spawn_refresher`]'s `on_swap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefreshKind {
+    /// A full rebuild of the base.
+    Full,
+    /// A delta over the current base.
+    Delta,
+}
+
+impl RefreshKind {
+    /// `full` or `delta`, as metrics label it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::Delta => "delta",
+        }
+    }
 }
 
 impl LiveIndex {
@@ -395,16 +414,19 @@ impl LiveIndex {
     /// Every `interval` on a background thread, with `clock` giving the time, until `stop`
     /// is set: starts a full rebuild on a thread of its own when one is due and none runs,
     /// and refreshes the delta (so new data stays searchable within about an interval while
-    /// a full rebuild takes minutes). A failed build keeps the old view answering and is
-    /// passed to `on_error`; the next interval tries again.
+    /// a full rebuild takes minutes). Each refresh that swapped in a new view is passed to
+    /// `on_swap` with its kind and how long it took (for metrics). A failed build keeps the
+    /// old view answering and is passed to `on_error`; the next interval tries again.
     pub fn spawn_refresher(
         self: &Arc<Self>,
         interval: Duration,
         clock: impl Fn() -> Timestamp + Send + 'static,
         stop: Arc<AtomicBool>,
+        on_swap: impl Fn(RefreshKind, Duration) + Send + Sync + 'static,
         on_error: impl Fn(&BuildError) + Send + Sync + 'static,
     ) -> std::io::Result<JoinHandle<()>> {
         let live = Arc::clone(self);
+        let on_swap = Arc::new(on_swap);
         let on_error = Arc::new(on_error);
         std::thread::Builder::new()
             .name("index-refresh".into())
@@ -414,34 +436,46 @@ impl LiveIndex {
                     std::thread::sleep(interval);
                     let now = clock();
                     if live.full_rebuild_due(now) && !rebuilding.swap(true, Ordering::SeqCst) {
-                        let (flag, report) = (Arc::clone(&rebuilding), Arc::clone(&on_error));
+                        let (flag, swapped, report) = (
+                            Arc::clone(&rebuilding),
+                            Arc::clone(&on_swap),
+                            Arc::clone(&on_error),
+                        );
+                        let started = Instant::now();
                         let spawned = live.spawn_rebuild(now, move |outcome| {
-                            if let Err(e) = outcome {
-                                report(&e);
+                            match outcome {
+                                Ok(true) => swapped(RefreshKind::Full, started.elapsed()),
+                                Ok(false) => {}
+                                Err(e) => report(&e),
                             }
                             flag.store(false, Ordering::SeqCst);
                         });
                         if spawned.is_err() {
                             // No thread for it: rebuild here, delaying this refresh.
                             rebuilding.store(false, Ordering::SeqCst);
-                            if let Err(e) = live.refresh(now) {
-                                on_error(&e);
+                            match live.refresh(now) {
+                                Ok(true) => on_swap(RefreshKind::Full, started.elapsed()),
+                                Ok(false) => {}
+                                Err(e) => on_error(&e),
                             }
                         }
                     }
-                    if let Err(e) = live.refresh_delta(now) {
-                        on_error(&e);
+                    let started = Instant::now();
+                    match live.refresh_delta(now) {
+                        Ok(true) => on_swap(RefreshKind::Delta, started.elapsed()),
+                        Ok(false) => {}
+                        Err(e) => on_error(&e),
                     }
                 }
             })
     }
 
     /// Runs a full rebuild current at `now` on a thread of its own (unless one runs
-    /// already), then calls `done` with its outcome.
+    /// already), then calls `done` with its outcome: whether it rebuilt.
     fn spawn_rebuild(
         self: &Arc<Self>,
         now: Timestamp,
-        done: impl FnOnce(Result<(), BuildError>) + Send + 'static,
+        done: impl FnOnce(Result<bool, BuildError>) + Send + 'static,
     ) -> std::io::Result<JoinHandle<()>> {
         let live = Arc::clone(self);
         std::thread::Builder::new()
@@ -450,9 +484,9 @@ impl LiveIndex {
                 let guard = match live.rebuilding.try_lock() {
                     Ok(guard) => guard,
                     Err(TryLockError::Poisoned(p)) => p.into_inner(),
-                    Err(TryLockError::WouldBlock) => return done(Ok(())),
+                    Err(TryLockError::WouldBlock) => return done(Ok(false)),
                 };
-                let outcome = live.rebuild(now);
+                let outcome = live.rebuild(now).map(|()| true);
                 drop(guard);
                 done(outcome);
             })

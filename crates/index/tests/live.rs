@@ -105,9 +105,13 @@ fn the_background_refresher_makes_new_batches_searchable() {
     );
     let stop = Arc::new(AtomicBool::new(false));
     let refresher = live
-        .spawn_refresher(Duration::from_millis(20), now, Arc::clone(&stop), |e| {
-            panic!("rebuild failed: {e}")
-        })
+        .spawn_refresher(
+            Duration::from_millis(20),
+            now,
+            Arc::clone(&stop),
+            |_, _| {},
+            |e| panic!("rebuild failed: {e}"),
+        )
         .unwrap();
     live.apply_batch(&service("240.0.0.7", 8443, "2026-11-20T10:00:00Z"))
         .unwrap();
