@@ -16,6 +16,7 @@
 //! - [`rows`]: observations as rows; rows back as records.
 //! - [`query`]: the matching SQL.
 //! - [`sql`]: literals, keys, identifiers and TabSeparated escaping.
+//! - `testing` (feature `testing`): private ClickHouse servers and clusters for tests.
 //!
 //! Every `ScanIndex` method is implemented: `search` (every query kind: IP, CIDR, ASN,
 //! domain, filters of every clause), `count`, `facets` ([`facets`], twelve statements),
@@ -31,6 +32,8 @@ pub mod query;
 pub mod rows;
 pub mod schema;
 pub mod sql;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;

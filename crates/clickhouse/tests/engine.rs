@@ -1,5 +1,5 @@
 //! The ClickHouse engine against the reference engine, on real ClickHouse servers the test
-//! starts (see `support`): random observation lines and random queries from the embedded
+//! starts (see `periscope_clickhouse::testing`): random observation lines and random queries from the embedded
 //! engine's generators (`crates/index/tests/generators`), written to ClickHouse in two
 //! batches and applied to a `ReferenceIndex`, must give equal answers for every `ScanIndex`
 //! method the engine implements — every page of every search, counts, every host-detail
@@ -15,13 +15,13 @@
 
 #[path = "../../index/tests/generators/mod.rs"]
 mod generators;
-mod support;
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use generators::*;
+use periscope_clickhouse::testing::{CLUSTER, Cluster};
 use periscope_clickhouse::{ClickHouseIndex, schema};
 use periscope_index::api::ScanIndex;
 use periscope_index::{IndexConfig, ReferenceIndex};
@@ -29,7 +29,6 @@ use periscope_model::{DomainName, Timestamp};
 use periscope_query::{Query, Resolution};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use support::{CLUSTER, Cluster};
 
 fn config(max_host_only_results: u64) -> IndexConfig {
     IndexConfig {
@@ -136,7 +135,8 @@ fn same_answers_at(
 }
 
 fn differential(shards: usize, cases: u32) {
-    let Some(cluster) = Cluster::start(shards) else {
+    let Some(cluster) = Cluster::start(shards, std::path::Path::new(env!("CARGO_TARGET_TMPDIR")))
+    else {
         return;
     };
     let mut runner = TestRunner::new(Config {
@@ -215,7 +215,7 @@ fn the_statements_run_alike_on_a_current_release() {
             return;
         }
     };
-    let Some(cluster) = Cluster::start(1) else {
+    let Some(cluster) = Cluster::start(1, std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))) else {
         return;
     };
     let mut runner = TestRunner::new(Config {
@@ -309,7 +309,7 @@ fn two_shards_answer_as_the_reference() {
 /// batches, give the reference's bucket bit for bit.
 #[test]
 fn centroids_are_summed_in_host_order() {
-    let Some(cluster) = Cluster::start(1) else {
+    let Some(cluster) = Cluster::start(1, std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))) else {
         return;
     };
     let latitudes = [0.1, 0.2, 0.3];

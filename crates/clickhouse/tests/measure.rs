@@ -6,18 +6,16 @@
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
-mod support;
-
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+use periscope_clickhouse::testing::{CLUSTER, Cluster};
 use periscope_clickhouse::{ClickHouseIndex, schema};
 use periscope_index::api::{ScanIndex, SearchRequest};
 use periscope_index::{IndexConfig, ReferenceIndex};
 use periscope_model::observation::{Observation, ObservationReader};
 use periscope_model::{Port, Timestamp};
 use periscope_query::{Clause, FilterQuery, Query, Resolution};
-use support::{CLUSTER, Cluster};
 
 fn p50(mut run: impl FnMut()) -> Duration {
     let mut times: Vec<Duration> = (0..11)
@@ -34,7 +32,7 @@ fn p50(mut run: impl FnMut()) -> Duration {
 #[test]
 #[ignore = "a measurement: run with --release --ignored --nocapture"]
 fn measure_synthetic_hosts() {
-    let Some(cluster) = Cluster::start(1) else {
+    let Some(cluster) = Cluster::start(1, std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))) else {
         return;
     };
     let hosts: u64 = std::env::var("PERISCOPE_MEASURE_HOSTS")

@@ -1,13 +1,14 @@
-//! ClickHouse servers started by the tests: each its own process on free loopback ports with
-//! its own data directory and configuration (never a system service), all listed as shards
-//! of one `remote_servers` cluster named `periscope`. Dropping the [`Cluster`] kills the
-//! processes and removes the directories.
+//! ClickHouse servers started by tests (feature `testing`): each its own process on free
+//! loopback ports with its own data directory and configuration (never a system service), all
+//! listed as shards of one `remote_servers` cluster named `periscope`. A server can be stopped
+//! and started again on the same ports and data (outage tests). Dropping the [`Cluster`] kills
+//! the processes and removes the directories.
 //!
 //! The binary is `$CLICKHOUSE_SERVER`, else `clickhouse-server` on `PATH` or in `/usr/sbin`
 //! (Debian's `clickhouse-server` package). When it is missing the tests are skipped loudly —
 //! except under `CI=true`, where a missing server fails them.
 
-#![allow(dead_code, clippy::unwrap_used)] // Each test uses part of it; a panic is the failure report.
+#![allow(clippy::unwrap_used, clippy::missing_panics_doc)] // Test support: a panic is the failure report.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use periscope_clickhouse::Client;
+use crate::Client;
 
 /// The cluster name the schema's Distributed tables use.
 pub const CLUSTER: &str = "periscope";
@@ -26,15 +27,37 @@ pub struct Cluster {
 }
 
 struct Server {
-    child: Child,
+    binary: PathBuf,
+    child: Option<Child>,
     dir: PathBuf,
     http: u16,
 }
 
+impl Server {
+    fn spawn(&mut self) {
+        let config_path = self.dir.join("config.xml");
+        let child = Command::new(&self.binary)
+            .arg(format!("--config-file={}", config_path.display()))
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(self.dir.join("stderr")).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.binary.display()));
+        self.child = Some(child);
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -104,9 +127,10 @@ const USERS: &str = r#"<?xml version="1.0"?>
 "#;
 
 impl Cluster {
-    /// Starts `shards` servers forming one cluster, or `None` (after saying so) when no
-    /// server binary is installed and this is not CI.
-    pub fn start(shards: usize) -> Option<Self> {
+    /// Starts `shards` servers forming one cluster, each with its directory under `root`
+    /// (say, `env!("CARGO_TARGET_TMPDIR")`), or `None` (after saying so) when no server binary
+    /// is installed and this is not CI.
+    pub fn start(shards: usize, root: &Path) -> Option<Self> {
         let Some(binary) = binary() else {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!(
@@ -128,7 +152,7 @@ impl Cluster {
         let tcp_ports: Vec<u16> = ports.iter().map(|p| p.1).collect();
         let mut servers = Vec::new();
         for (http, tcp, interserver) in ports {
-            let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            let dir = root.join(format!(
                 "clickhouse-{}-{}",
                 std::process::id(),
                 NEXT.fetch_add(1, Ordering::Relaxed)
@@ -142,21 +166,33 @@ impl Cluster {
             )
             .unwrap();
             std::fs::write(dir.join("users.xml"), USERS).unwrap();
-            let child = Command::new(&binary)
-                .arg(format!("--config-file={}", config_path.display()))
-                .current_dir(&dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
-            servers.push(Server { child, dir, http });
+            let mut server = Server {
+                binary: binary.clone(),
+                child: None,
+                dir,
+                http,
+            };
+            server.spawn();
+            servers.push(server);
         }
         let cluster = Self { servers };
         for server in &cluster.servers {
             cluster.wait_ready(server);
         }
         Some(cluster)
+    }
+
+    /// Stops shard `index`'s server (as an outage would); its data stays.
+    pub fn stop(&mut self, index: usize) {
+        self.servers[index].kill();
+    }
+
+    /// Starts shard `index`'s server again on the same ports and data, and waits until it
+    /// answers.
+    pub fn restart(&mut self, index: usize) {
+        self.servers[index].kill();
+        self.servers[index].spawn();
+        self.wait_ready(&self.servers[index]);
     }
 
     fn wait_ready(&self, server: &Server) {
