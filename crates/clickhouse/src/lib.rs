@@ -11,6 +11,7 @@
 //! statements (at most six for a search, twelve for facets), never one per host.
 //!
 //! - [`client`]: the HTTP client (TabSeparated in and out).
+//! - [`location`]: `clickhouse://HOST:PORT/DATABASE?cluster=NAME` as operators write it.
 //! - [`schema`]: the versioned tables (local + Distributed, sharded by address) and
 //!   [`schema::init`].
 //! - [`rows`]: observations as rows; rows back as records.
@@ -28,6 +29,7 @@
 pub mod client;
 pub mod exposure;
 pub mod facets;
+pub mod location;
 pub mod query;
 pub mod rows;
 pub mod schema;
@@ -51,6 +53,7 @@ use periscope_scan::store::{DomainScans, HostRecord, IndexConfig};
 use periscope_scan::{detail, records};
 
 pub use client::{Client, ClientError, Exchange, Recording};
+pub use location::{Location, LocationError};
 pub use schema::{SCHEMA_VERSION, SchemaError};
 
 use query::{NEWEST, Statement};
