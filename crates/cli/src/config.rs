@@ -28,6 +28,8 @@ pub const ENV_PREFIX: &str = "PERISCOPE_";
 pub const CONFIG_FILE_ENV: &str = "PERISCOPE_CONFIG";
 /// The variable holding the SMTP relay's password (no key of the file holds it).
 pub const SMTP_PASSWORD_ENV: &str = "PERISCOPE_SIGNIN_SMTP_PASSWORD";
+/// The ClickHouse index password's environment variable (never a key of the file).
+pub const INDEX_PASSWORD_ENV: &str = "PERISCOPE_INDEX_PASSWORD";
 /// The port a DNS server listens on when `dns.servers` names only an address.
 const DNS_PORT: u16 = 53;
 
@@ -64,6 +66,59 @@ pub struct Config {
     /// `[enrich]`: the GeoIP and ASN files `ingest` and `convert` enrich scanner output from
     /// (`docs/enrichment.md`); all unset by default, and then nothing is enriched.
     pub enrich: EnrichConfig,
+    /// `[index]`: where the scan index lives; unset (the default), the embedded index in the
+    /// data directory.
+    pub index: IndexSettings,
+}
+
+/// The `[index]` section: a ClickHouse scan index instead of the embedded one
+/// (`docs/scale-out.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IndexSettings {
+    /// `url`: `clickhouse://[USER@]HOST[:PORT]/DATABASE[?cluster=NAME]` or
+    /// `clickhouse+https://…`; `None`: the embedded index.
+    pub url: Option<periscope_clickhouse::Location>,
+    /// `ca_file`: PEM certificates trusted for a `clickhouse+https` server besides the
+    /// platform's roots.
+    pub ca_file: Option<PathBuf>,
+    /// `PERISCOPE_INDEX_PASSWORD` (environment only).
+    pub password: Option<Secret>,
+    /// `password_file`: a file holding the ClickHouse user's password (its first line).
+    pub password_file: Option<PathBuf>,
+    /// `timeout_ms`: how long one statement may take before the request answers 503
+    /// (default 10,000).
+    pub timeout: Duration,
+}
+
+impl IndexSettings {
+    /// The ClickHouse password: from `PERISCOPE_INDEX_PASSWORD` or `password_file` (one of
+    /// them), `None` when neither is set.
+    pub fn password(&self) -> Result<Option<String>, ConfigError> {
+        let refuse = ConfigError::Invalid;
+        match (&self.password, &self.password_file) {
+            (Some(password), None) => Ok(Some(password.0.clone())),
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    refuse(format!(
+                        "cannot read index.password_file {}: {e}",
+                        path.display()
+                    ))
+                })?;
+                let password = text.lines().next().unwrap_or("").to_owned();
+                if password.is_empty() {
+                    return Err(refuse(format!(
+                        "index.password_file {} is empty: its first line is the ClickHouse password",
+                        path.display()
+                    )));
+                }
+                Ok(Some(password))
+            }
+            (Some(_), Some(_)) => Err(refuse(format!(
+                "the ClickHouse password is given twice ({INDEX_PASSWORD_ENV} and index.password_file): set one"
+            ))),
+            (None, None) => Ok(None),
+        }
+    }
 }
 
 /// The `[signin]` section: the sign-in service `serve` embeds under `/auth`.
@@ -226,6 +281,10 @@ impl Default for Config {
             signin: SignInSettings::default(),
             web: WebSettings::default(),
             enrich: EnrichConfig::default(),
+            index: IndexSettings {
+                timeout: Duration::from_secs(10),
+                ..IndexSettings::default()
+            },
         }
     }
 }
@@ -250,6 +309,9 @@ impl Config {
         }
         // The relay password is a secret: the environment only, never a key of the file.
         config.signin.smtp_password = env(SMTP_PASSWORD_ENV).filter(|v| !v.is_empty()).map(Secret);
+        config.index.password = env(INDEX_PASSWORD_ENV)
+            .filter(|v| !v.is_empty())
+            .map(Secret);
         Ok(config)
     }
 
@@ -450,6 +512,9 @@ pub enum ConfigError {
         /// What was given.
         found: String,
     },
+    /// Settings that cannot be used together, or a file they name that cannot be used.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// A value to set a key from: a TOML value of the file, or the text of a variable or flag.
@@ -566,7 +631,7 @@ impl Key {
 }
 
 /// The sections of the file; every other top-level name is a key.
-const SECTIONS: [&str; 6] = ["limits", "dns", "http", "signin", "web", "enrich"];
+const SECTIONS: [&str; 7] = ["limits", "dns", "http", "signin", "web", "enrich", "index"];
 
 /// Every key, in the order of `docs/configuration.md`.
 const KEYS: &[Key] = &[
@@ -973,6 +1038,42 @@ const KEYS: &[Key] = &[
         expected: "the path of an iptoasn TSV table, plain or gzip",
         set: |c, raw| {
             c.enrich.asn_table = Some(PathBuf::from(non_empty(raw.string()?)?));
+            Some(())
+        },
+    },
+    Key {
+        section: Some("index"),
+        name: "url",
+        expected: "clickhouse://[USER@]HOST[:PORT]/DATABASE[?cluster=NAME] or clickhouse+https://…",
+        set: |c, raw| {
+            c.index.url = Some(raw.string()?.parse().ok()?);
+            Some(())
+        },
+    },
+    Key {
+        section: Some("index"),
+        name: "ca_file",
+        expected: "the path of a PEM file of certificates trusted for the ClickHouse server",
+        set: |c, raw| {
+            c.index.ca_file = Some(PathBuf::from(non_empty(raw.string()?)?));
+            Some(())
+        },
+    },
+    Key {
+        section: Some("index"),
+        name: "password_file",
+        expected: "the path of a file holding the ClickHouse user's password",
+        set: |c, raw| {
+            c.index.password_file = Some(PathBuf::from(non_empty(raw.string()?)?));
+            Some(())
+        },
+    },
+    Key {
+        section: Some("index"),
+        name: "timeout_ms",
+        expected: "a whole number of milliseconds from 1 to 4294967295",
+        set: |c, raw| {
+            c.index.timeout = Duration::from_millis(ranged::<u32>(raw, 1)?.into());
             Some(())
         },
     },
@@ -1473,6 +1574,50 @@ timeout_ms = 500
             e.contains("`dns.servers`") && e.contains("(line 2)") && e.ends_with("an array"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn index_section_from_file_and_environment() {
+        let c = Config::load(None, no_env).unwrap();
+        assert_eq!(c.index.url, None);
+        assert_eq!(c.index.timeout, Duration::from_secs(10));
+        assert_eq!(c.index.password().unwrap(), None);
+        let path = file(
+            "index",
+            "[index]\nurl = \"clickhouse://reader@ch1:8123/scans?cluster=edge\"\n\
+             ca_file = \"/etc/periscope/ch-ca.pem\"\ntimeout_ms = 2500\n",
+        );
+        let c = Config::load(Some(&path), env(&[(INDEX_PASSWORD_ENV, "s3cret")])).unwrap();
+        let url = c.index.url.as_ref().unwrap();
+        assert_eq!(
+            (
+                url.endpoint.as_str(),
+                url.database.as_str(),
+                url.cluster.as_str()
+            ),
+            ("http://ch1:8123", "scans", "edge")
+        );
+        assert_eq!(
+            c.index.ca_file.as_deref(),
+            Some(Path::new("/etc/periscope/ch-ca.pem"))
+        );
+        assert_eq!(c.index.timeout, Duration::from_millis(2500));
+        assert_eq!(c.index.password().unwrap().as_deref(), Some("s3cret"));
+        assert!(!format!("{c:?}").contains("s3cret"));
+        let e = error(None, &[("PERISCOPE_INDEX_URL", "http://ch1:8123/scans")]);
+        assert!(
+            e.contains("`index.url` in the environment variable PERISCOPE_INDEX_URL")
+                && e.contains("clickhouse://"),
+            "{e}"
+        );
+        let secret = file("index-password", "\n");
+        let mut c = Config::load(None, no_env).unwrap();
+        c.index.password_file = Some(secret.clone());
+        let e = c.index.password().unwrap_err().to_string();
+        assert!(e.contains("is empty"), "{e}");
+        c.index.password = Some(Secret("x".into()));
+        let e = c.index.password().unwrap_err().to_string();
+        assert!(e.contains("given twice"), "{e}");
     }
 
     #[test]
