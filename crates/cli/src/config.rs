@@ -1370,6 +1370,10 @@ timeout_ms = 500
                 "PERISCOPE_ENRICH_GEOIP_CITY",
                 "PERISCOPE_ENRICH_GEOIP_ASN",
                 "PERISCOPE_ENRICH_ASN_TABLE",
+                "PERISCOPE_INDEX_URL",
+                "PERISCOPE_INDEX_CA_FILE",
+                "PERISCOPE_INDEX_PASSWORD_FILE",
+                "PERISCOPE_INDEX_TIMEOUT_MS",
             ]
         );
         assert_eq!(
