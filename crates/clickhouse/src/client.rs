@@ -176,14 +176,14 @@ impl Client {
         if let Some(user) = &options.user {
             let value = HeaderValue::from_str(user)
                 .map_err(|_| config("the user name must be printable ASCII".to_owned()))?;
-            headers.insert("X-ClickHouse-User", value);
+            headers.insert("x-clickhouse-user", value);
         }
         if let Some(password) = &options.password {
             let mut value = HeaderValue::from_str(password).map_err(|_| {
                 config("the password must be printable ASCII (no line breaks)".to_owned())
             })?;
             value.set_sensitive(true);
-            headers.insert("X-ClickHouse-Key", value);
+            headers.insert("x-clickhouse-key", value);
         }
         let http = builder
             .default_headers(headers)
@@ -307,11 +307,15 @@ fn is_authentication_failure(status: u16, message: &str) -> bool {
         })
 }
 
-/// An error and its sources, joined with `: ` (reqwest's own text names only the URL; the
-/// reason, such as a certificate that does not verify, is in its sources).
+/// An error's sources, joined with `: ` — the error's own text too when it has none (reqwest's
+/// own text names only the URL, which the caller's message already does; the reason, such as
+/// a certificate that does not verify, is in its sources).
 fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
+    let Some(first) = error.source() else {
+        return error.to_string();
+    };
+    let mut text = first.to_string();
+    let mut source = first.source();
     while let Some(e) = source {
         let next = e.to_string();
         if !text.contains(&next) {

@@ -220,18 +220,23 @@ impl TestCa {
                 String::from_utf8_lossy(&out.stderr)
             );
         };
-        let rsa = ["-newkey", "rsa:2048", "-nodes"];
-        openssl(&[&["req", "-x509"][..], &rsa, &["-days", "2", "-subj", "/CN=Periscope test CA"],
-            &["-keyout", "ca.key", "-out", "ca.pem"]].concat());
-        openssl(&[&["req"][..], &rsa, &["-subj", "/CN=localhost"],
-            &["-keyout", "server.key", "-out", "server.csr"]].concat());
+        openssl(&[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+            "/CN=Periscope test CA", "-keyout", "ca.key", "-out", "ca.pem",
+        ]);
+        openssl(&[
+            "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout",
+            "server.key", "-out", "server.csr",
+        ]);
         std::fs::write(
             dir.join("server.ext"),
             "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
         )
         .unwrap();
-        openssl(&["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-days", "2", "-extfile", "server.ext", "-out", "server.pem"]);
+        openssl(&[
+            "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "2", "-extfile", "server.ext", "-out", "server.pem",
+        ]);
         Some(Self {
             ca_file: dir.join("ca.pem"),
             server: TlsFiles {
