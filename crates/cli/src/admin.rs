@@ -389,7 +389,14 @@ impl Admin<'_> {
             ]);
         }
         let header = [
-            "TIME", "ACCOUNT", "CHANNEL", "KEY", "OPERATION", "CLIENT", "OUTCOME", "REQUEST",
+            "TIME",
+            "ACCOUNT",
+            "CHANNEL",
+            "KEY",
+            "OPERATION",
+            "CLIENT",
+            "OUTCOME",
+            "REQUEST",
             "QUERY",
         ];
         Ok(table(&header, &rows))

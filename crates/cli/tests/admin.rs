@@ -501,8 +501,8 @@ fn audit_lists_search_records_newest_first() {
         let key = db.state(|s| async move {
             let key = s.create_key(bob, Some("ci"), now()).await.unwrap().1.id;
             let at = |ago: i64| Timestamp::from_unix(now().unix() - ago).unwrap();
-            let entry = |request: &str, ago, account, channel, operation, subject: &str| {
-                AuditEntry {
+            let entry =
+                |request: &str, ago, account, channel, operation, subject: &str| AuditEntry {
                     request_id: request.to_owned(),
                     at: at(ago),
                     account,
@@ -511,9 +511,15 @@ fn audit_lists_search_records_newest_first() {
                     operation,
                     subject: Some(subject.to_owned()),
                     client: None,
-                }
-            };
-            let mut first = entry("req-1", 180, ann, Channel::Web, Operation::Search, "port:443");
+                };
+            let mut first = entry(
+                "req-1",
+                180,
+                ann,
+                Channel::Web,
+                Operation::Search,
+                "port:443",
+            );
             first.client = Some("203.0.113.7".parse().unwrap());
             let id = s.write_audit(&first).await.unwrap();
             s.write_audit_outcome(id, "ok").await.unwrap();
@@ -528,23 +534,47 @@ fn audit_lists_search_records_newest_first() {
             second.client = Some("2001:db8::1".parse().unwrap());
             let id = s.write_audit(&second).await.unwrap();
             s.write_audit_outcome(id, "rate_limited").await.unwrap();
-            let third = entry("req-3", 60, ann, Channel::Web, Operation::HostDetail, "192.0.2.1");
+            let third = entry(
+                "req-3",
+                60,
+                ann,
+                Channel::Web,
+                Operation::HostDetail,
+                "192.0.2.1",
+            );
             s.write_audit(&third).await.unwrap();
             key
         });
 
         let out = db.admin(&["audit"]);
         assert!(out.status.success(), "{}", text(&out.stderr));
-        assert_eq!(drives_a_terminal(&out.stdout), None, "{:?}", text(&out.stdout));
+        assert_eq!(
+            drives_a_terminal(&out.stdout),
+            None,
+            "{:?}",
+            text(&out.stdout)
+        );
         let listed = text(&out.stdout);
         let lines: Vec<Vec<&str>> = listed
             .lines()
-            .map(|l| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect())
+            .map(|l| {
+                l.split("  ")
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .collect()
+            })
             .collect();
         assert_eq!(
             lines[0],
             [
-                "TIME", "ACCOUNT", "CHANNEL", "KEY", "OPERATION", "CLIENT", "OUTCOME", "REQUEST",
+                "TIME",
+                "ACCOUNT",
+                "CHANNEL",
+                "KEY",
+                "OPERATION",
+                "CLIENT",
+                "OUTCOME",
+                "REQUEST",
                 "QUERY"
             ],
             "{listed}"
@@ -552,7 +582,16 @@ fn audit_lists_search_records_newest_first() {
         assert_eq!(lines.len(), 4, "{listed}");
         assert_eq!(
             lines[1][1..],
-            ["ann@example.com", "web", "-", "host_detail", "-", "-", "req-3", "192.0.2.1"],
+            [
+                "ann@example.com",
+                "web",
+                "-",
+                "host_detail",
+                "-",
+                "-",
+                "req-3",
+                "192.0.2.1"
+            ],
             "{listed}"
         );
         let key = key.to_string();
@@ -572,11 +611,21 @@ fn audit_lists_search_records_newest_first() {
         );
         assert_eq!(
             lines[3][1..],
-            ["ann@example.com", "web", "-", "search", "203.0.113.7", "ok", "req-1", "port:443"],
+            [
+                "ann@example.com",
+                "web",
+                "-",
+                "search",
+                "203.0.113.7",
+                "ok",
+                "req-1",
+                "port:443"
+            ],
             "{listed}"
         );
         assert!(
-            Timestamp::parse(lines[3][0]).unwrap().unix() <= Timestamp::parse(lines[1][0]).unwrap().unix() - 100,
+            Timestamp::parse(lines[3][0]).unwrap().unix()
+                <= Timestamp::parse(lines[1][0]).unwrap().unix() - 100,
             "{listed}"
         );
 
@@ -597,7 +646,11 @@ fn audit_lists_search_records_newest_first() {
         );
         let out = db.admin(&["audit", "--limit", "0"]);
         assert!(!out.status.success());
-        assert!(text(&out.stderr).contains("--limit"), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("--limit"),
+            "{}",
+            text(&out.stderr)
+        );
     });
 }
 

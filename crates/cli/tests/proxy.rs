@@ -215,7 +215,8 @@ fn through_nginx_with_tls_hsts_secure_cookies_and_the_browsers_address() {
         text(&out.stderr)
     );
 
-    let (server, lines, mut seen, upstream) = start_server(&data, &public_url, "127.0.0.3/32", true);
+    let (server, lines, mut seen, upstream) =
+        start_server(&data, &public_url, "127.0.0.3/32", true);
 
     let http = free_port();
     let conf = dir.join("nginx.conf");
@@ -358,7 +359,12 @@ fn chromium_through_nginx(
     let records: Vec<Vec<&str>> = listed
         .lines()
         .skip(1)
-        .map(|l| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect())
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
         .collect();
     assert!(
         records
@@ -371,7 +377,10 @@ fn chromium_through_nginx(
     for record in &records {
         assert_eq!(record[1], NEWCOMER, "{listed}");
         assert_eq!(record.len(), 9, "{listed}");
-        assert_eq!(record[5], "127.0.0.1", "not the browser's address:\n{listed}");
+        assert_eq!(
+            record[5], "127.0.0.1",
+            "not the browser's address:\n{listed}"
+        );
     }
 }
 
@@ -436,14 +445,14 @@ fn start_server(
         args.extend(["--demo", "--demo-hosts", "300"]);
     }
     let mut server = command(&args)
-    .env("PERISCOPE_DNS_SERVERS", "127.0.0.1:9")
-    .env("PERISCOPE_PUBLIC_URL", public_url)
-    .env("PERISCOPE_HTTP_TRUSTED_PROXIES", trusted)
-    .env("RUST_LOG", "info")
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+        .env("PERISCOPE_DNS_SERVERS", "127.0.0.1:9")
+        .env("PERISCOPE_PUBLIC_URL", public_url)
+        .env("PERISCOPE_HTTP_TRUSTED_PROXIES", trusted)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let stderr = server.stderr.take().unwrap();
     let server = Reaped(server);
     let (tx, lines) = mpsc::channel::<String>();

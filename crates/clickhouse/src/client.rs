@@ -63,7 +63,9 @@ pub enum ClientError {
         reason: String,
     },
     /// The server refused the credentials (an unknown user, a wrong or missing password).
-    #[error("ClickHouse at {url} refused the credentials of user {user} (HTTP {status}): {message}")]
+    #[error(
+        "ClickHouse at {url} refused the credentials of user {user} (HTTP {status}): {message}"
+    )]
     Denied {
         /// The server.
         url: String,
@@ -165,7 +167,8 @@ impl Client {
             .timeout(options.timeout)
             .redirect(reqwest::redirect::Policy::none());
         if https {
-            builder = builder.use_preconfigured_tls(tls_config(options.ca_file.as_deref()).map_err(config)?);
+            builder = builder
+                .use_preconfigured_tls(tls_config(options.ca_file.as_deref()).map_err(config)?);
         } else if let Some(ca_file) = &options.ca_file {
             return Err(config(format!(
                 "a CA file ({}) is set but the URL is not https",

@@ -145,7 +145,9 @@ fn user_config(name: &str, password: &str) -> String {
 
 /// `text` escaped for an XML text node.
 fn xml_text(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 const USERS: &str = r#"<?xml version="1.0"?>
@@ -199,7 +201,9 @@ impl TestCa {
     pub fn create(dir: &Path) -> Option<Self> {
         if Command::new("openssl").arg("version").output().is_err() {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("openssl is not installed: CI must run the TLS tests (apt-get install openssl)");
+                panic!(
+                    "openssl is not installed: CI must run the TLS tests (apt-get install openssl)"
+                );
             }
             eprintln!(
                 "\n\n*** SKIPPED: openssl is not installed (apt-get install openssl); TLS to \
@@ -221,12 +225,31 @@ impl TestCa {
             );
         };
         openssl(&[
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-            "/CN=Periscope test CA", "-keyout", "ca.key", "-out", "ca.pem",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=Periscope test CA",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
         ]);
         openssl(&[
-            "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout",
-            "server.key", "-out", "server.csr",
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
         ]);
         std::fs::write(
             dir.join("server.ext"),
@@ -234,8 +257,21 @@ impl TestCa {
         )
         .unwrap();
         openssl(&[
-            "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-days", "2", "-extfile", "server.ext", "-out", "server.pem",
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
         ]);
         Some(Self {
             ca_file: dir.join("ca.pem"),

@@ -94,8 +94,7 @@ fn https_with_a_private_ca_and_a_password() {
     // A wrong password, and none: refused, naming the server and the user.
     for password in [Some("tr0ub4dor-guess"), None] {
         let client =
-            Client::with_options(&url, &options(Some(&ca.ca_file), Some(USER), password))
-                .unwrap();
+            Client::with_options(&url, &options(Some(&ca.ca_file), Some(USER), password)).unwrap();
         let error = client.execute("SELECT 1").unwrap_err();
         let ClientError::Denied {
             url: named,
@@ -114,7 +113,10 @@ fn https_with_a_private_ca_and_a_password() {
             text.contains(&url) && text.contains("credentials of user analyst"),
             "{text}"
         );
-        assert!(!text.contains("tr0ub4dor"), "the password is not shown: {text}");
+        assert!(
+            !text.contains("tr0ub4dor"),
+            "the password is not shown: {text}"
+        );
     }
     // The same over plain http (credentials do not need TLS).
     let http = cluster.urls()[0].clone();
