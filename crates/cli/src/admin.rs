@@ -19,6 +19,7 @@
 //! the window, ring the bell or forge a line of the listing.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -369,12 +370,11 @@ impl Admin<'_> {
         let mut rows = Vec::with_capacity(records.len());
         for record in records {
             let entry = &record.entry;
-            if !emails.contains_key(&entry.account) {
-                let email = match self.state.account(entry.account).await? {
+            if let Entry::Vacant(slot) = emails.entry(entry.account) {
+                slot.insert(match self.state.account(entry.account).await? {
                     Some(account) => shown(account.email.as_str()),
                     None => format!("account {}", entry.account),
-                };
-                emails.insert(entry.account, email);
+                });
             }
             rows.push(vec![
                 entry.at.to_string(),
