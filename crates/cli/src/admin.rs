@@ -1,6 +1,6 @@
 //! `periscope admin`: the administrator's commands over the state database — create accounts
-//! and API keys, change access, daily limits and plans, inspect accounts and read problem
-//! reports.
+//! and API keys, change access, daily limits and plans, inspect accounts, read problem
+//! reports and the audit records of searches.
 //!
 //! The database is the one the configuration names ([`crate::config`]: `--database-url`, else
 //! SQLite in `--data`), opened through [`State::open_configured`] on a current-thread tokio
@@ -18,13 +18,16 @@
 //! override never reaches the terminal raw, so a stored text cannot move the cursor, retitle
 //! the window, ring the bell or forge a line of the listing.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
 use periscope_model::Timestamp;
 use periscope_state::{
-    Access, Account, DailyLimit, Email, KeyId, KeyInfo, NewAccount, Plan, State, UtcDay,
+    Access, Account, AccountId, AuditRecord, DailyLimit, Email, KeyId, KeyInfo, NewAccount, Plan,
+    State, UtcDay,
 };
 
 use crate::config::ConfigArgs;
@@ -32,6 +35,9 @@ use crate::synth::{group, now};
 
 /// Reports listed by `reports` unless `--limit` says otherwise.
 const DEFAULT_REPORTS: u32 = 50;
+
+/// Audit records listed by `audit` unless `--limit` says otherwise.
+const DEFAULT_AUDIT: u32 = 50;
 
 /// Arguments of `periscope admin`.
 #[derive(Debug, clap::Args)]
@@ -125,6 +131,17 @@ enum Command {
     Reports {
         /// How many reports to show at most.
         #[arg(long, value_name = "N", default_value_t = DEFAULT_REPORTS,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        limit: u32,
+    },
+    /// List audit records of searches (one per search, count, facets, exposure or host
+    /// detail request, from the API or the browser), newest first.
+    Audit {
+        /// Only this account's records.
+        #[arg(long, value_name = "E", value_parser = parse_email)]
+        account: Option<Email>,
+        /// How many records to show at most.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_AUDIT,
               value_parser = clap::value_parser!(u32).range(1..))]
         limit: u32,
     },
@@ -325,8 +342,64 @@ impl Admin<'_> {
                 }
                 print!("{out}");
             }
+            Command::Audit { account, limit } => {
+                let account = match account {
+                    Some(email) => Some(self.account(email).await?),
+                    None => None,
+                };
+                let records = self
+                    .state
+                    .audit_records(account.as_ref().map(|a| a.id), *limit)
+                    .await?;
+                if records.is_empty() {
+                    match &account {
+                        Some(a) => eprintln!("no audit records of {}", a.email),
+                        None => eprintln!("no audit records"),
+                    }
+                } else {
+                    print!("{}", self.audit_table(&records).await?);
+                }
+            }
         }
         Ok(())
+    }
+
+    /// `audit`'s table: one line per record, the query (user text) last and escaped.
+    async fn audit_table(&self, records: &[AuditRecord]) -> Result<String> {
+        let mut emails: HashMap<AccountId, String> = HashMap::new();
+        let mut rows = Vec::with_capacity(records.len());
+        for record in records {
+            let entry = &record.entry;
+            if let Entry::Vacant(slot) = emails.entry(entry.account) {
+                slot.insert(match self.state.account(entry.account).await? {
+                    Some(account) => shown(account.email.as_str()),
+                    None => format!("account {}", entry.account),
+                });
+            }
+            rows.push(vec![
+                entry.at.to_string(),
+                emails[&entry.account].clone(),
+                entry.channel.as_str().to_owned(),
+                entry.key.map_or("-".to_owned(), |k| k.to_string()),
+                entry.operation.as_str().to_owned(),
+                entry.client.map_or("-".to_owned(), |ip| ip.to_string()),
+                record.outcome.as_deref().map_or("-".to_owned(), shown),
+                shown(&entry.request_id),
+                entry.subject.as_deref().map_or("-".to_owned(), shown),
+            ]);
+        }
+        let header = [
+            "TIME",
+            "ACCOUNT",
+            "CHANNEL",
+            "KEY",
+            "OPERATION",
+            "CLIENT",
+            "OUTCOME",
+            "REQUEST",
+            "QUERY",
+        ];
+        Ok(table(&header, &rows))
     }
 
     /// The account with this address, or the error every command gives for an unknown one.
@@ -396,10 +469,10 @@ impl Admin<'_> {
 
 /// Keys as an aligned table with a header; never the key material (it is not stored).
 fn key_table(keys: &[KeyInfo]) -> String {
-    let rows: Vec<[String; 5]> = keys
+    let rows: Vec<Vec<String>> = keys
         .iter()
         .map(|k| {
-            [
+            vec![
                 k.id.to_string(),
                 k.name.as_deref().map_or_else(|| "-".to_owned(), shown),
                 k.created_at.to_string(),
@@ -409,17 +482,23 @@ fn key_table(keys: &[KeyInfo]) -> String {
             ]
         })
         .collect();
-    let header = ["ID", "NAME", "CREATED", "LAST USED", "STATUS"].map(str::to_owned);
-    let mut widths = [0; 5];
-    for row in std::iter::once(&header).chain(&rows) {
+    table(&["ID", "NAME", "CREATED", "LAST USED", "STATUS"], &rows)
+}
+
+/// `rows` under `header`, each column as wide as its widest cell, two spaces apart; the last
+/// column is not padded.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let header: Vec<String> = header.iter().map(|&h| h.to_owned()).collect();
+    let mut widths = vec![0; header.len()];
+    for row in std::iter::once(&header).chain(rows) {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
+    for row in std::iter::once(&header).chain(rows) {
         let mut line = String::new();
-        for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+        for (i, (cell, &w)) in row.iter().zip(&widths).enumerate() {
             if i + 1 == row.len() {
                 line.push_str(cell);
             } else {

@@ -24,7 +24,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use common::{scratch, text};
 use periscope_model::Timestamp;
 use periscope_state::{
-    Access, Account, DailyLimit, Email, NewAccount, Plan, State, is_well_formed_key,
+    Access, Account, AuditEntry, Channel, DailyLimit, Email, NewAccount, Operation, Plan, State,
+    is_well_formed_key,
 };
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection, Executor};
@@ -476,6 +477,179 @@ fn reports_lists_submitted_reports_newest_first() {
         assert!(
             one.contains("Second problem") && !one.contains("map"),
             "{one}"
+        );
+    });
+}
+
+/// `audit` lists the audit records newest first — time, account, channel, key, operation,
+/// client address, outcome, request id and query — of every account or of one, at most
+/// `--limit`; the query (user text) escaped.
+#[test]
+fn audit_lists_search_records_newest_first() {
+    on_each_backend("audit", |db| {
+        let empty = db.admin(&["audit"]);
+        assert!(empty.status.success(), "{}", text(&empty.stderr));
+        assert_eq!(text(&empty.stdout), "");
+        assert!(text(&empty.stderr).contains("no audit records"));
+        for email in ["ann@example.com", "bob@example.com"] {
+            db.ok(&["create-account", "--email", email, "--org", "Example Ltd"]);
+        }
+        let (ann, bob) = (
+            db.account("ann@example.com").id,
+            db.account("bob@example.com").id,
+        );
+        let key = db.state(|s| async move {
+            let key = s.create_key(bob, Some("ci"), now()).await.unwrap().1.id;
+            let at = |ago: i64| Timestamp::from_unix(now().unix() - ago).unwrap();
+            let entry =
+                |request: &str, ago, account, channel, operation, subject: &str| AuditEntry {
+                    request_id: request.to_owned(),
+                    at: at(ago),
+                    account,
+                    key: (channel == Channel::Api).then_some(key),
+                    channel,
+                    operation,
+                    subject: Some(subject.to_owned()),
+                    client: None,
+                };
+            let mut first = entry(
+                "req-1",
+                180,
+                ann,
+                Channel::Web,
+                Operation::Search,
+                "port:443",
+            );
+            first.client = Some("203.0.113.7".parse().unwrap());
+            let id = s.write_audit(&first).await.unwrap();
+            s.write_audit_outcome(id, "ok").await.unwrap();
+            let mut second = entry(
+                "req-2",
+                120,
+                bob,
+                Channel::Api,
+                Operation::Count,
+                "asn:64500 \u{1b}]0;pwned\u{7}\rforged",
+            );
+            second.client = Some("2001:db8::1".parse().unwrap());
+            let id = s.write_audit(&second).await.unwrap();
+            s.write_audit_outcome(id, "rate_limited").await.unwrap();
+            let third = entry(
+                "req-3",
+                60,
+                ann,
+                Channel::Web,
+                Operation::HostDetail,
+                "192.0.2.1",
+            );
+            s.write_audit(&third).await.unwrap();
+            key
+        });
+
+        let out = db.admin(&["audit"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(
+            drives_a_terminal(&out.stdout),
+            None,
+            "{:?}",
+            text(&out.stdout)
+        );
+        let listed = text(&out.stdout);
+        let lines: Vec<Vec<&str>> = listed
+            .lines()
+            .map(|l| {
+                l.split("  ")
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            lines[0],
+            [
+                "TIME",
+                "ACCOUNT",
+                "CHANNEL",
+                "KEY",
+                "OPERATION",
+                "CLIENT",
+                "OUTCOME",
+                "REQUEST",
+                "QUERY"
+            ],
+            "{listed}"
+        );
+        assert_eq!(lines.len(), 4, "{listed}");
+        assert_eq!(
+            lines[1][1..],
+            [
+                "ann@example.com",
+                "web",
+                "-",
+                "host_detail",
+                "-",
+                "-",
+                "req-3",
+                "192.0.2.1"
+            ],
+            "{listed}"
+        );
+        let key = key.to_string();
+        assert_eq!(
+            lines[2][1..],
+            [
+                "bob@example.com",
+                "api",
+                key.as_str(),
+                "count",
+                "2001:db8::1",
+                "rate_limited",
+                "req-2",
+                "asn:64500 \\u{1b}]0;pwned\\u{7}\\rforged"
+            ],
+            "{listed}"
+        );
+        assert_eq!(
+            lines[3][1..],
+            [
+                "ann@example.com",
+                "web",
+                "-",
+                "search",
+                "203.0.113.7",
+                "ok",
+                "req-1",
+                "port:443"
+            ],
+            "{listed}"
+        );
+        assert!(
+            Timestamp::parse(lines[3][0]).unwrap().unix()
+                <= Timestamp::parse(lines[1][0]).unwrap().unix() - 100,
+            "{listed}"
+        );
+
+        let ann_only = db.ok(&["audit", "--account", "ann@example.com"]);
+        assert_eq!(ann_only.lines().count(), 3, "{ann_only}");
+        assert!(!ann_only.contains("bob@"), "{ann_only}");
+        let newest = db.ok(&["audit", "--limit", "1"]);
+        assert_eq!(newest.lines().count(), 2, "{newest}");
+        assert!(newest.contains("req-3"), "{newest}");
+        let one = db.ok(&["audit", "--account", "bob@example.com", "--limit", "1"]);
+        assert!(one.contains("req-2") && one.lines().count() == 2, "{one}");
+
+        let out = db.admin(&["audit", "--account", "nobody@example.com"]);
+        assert!(
+            fails(&out).contains("no account with email nobody@example.com"),
+            "{}",
+            text(&out.stderr)
+        );
+        let out = db.admin(&["audit", "--limit", "0"]);
+        assert!(!out.status.success());
+        assert!(
+            text(&out.stderr).contains("--limit"),
+            "{}",
+            text(&out.stderr)
         );
     });
 }

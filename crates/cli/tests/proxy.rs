@@ -9,9 +9,13 @@
 //! cannot name its address with that header. nginx runs in the foreground with its own
 //! prefix, configuration, pid file and ports, never the system service.
 //!
-//! Then the same through Chromium (`tests/browser/proxy.mjs`, playwright-core from
-//! `crates/web/tests/browser`): pages with HSTS, every cookie Secure, and the refused sign-in
-//! logged with the browser's address.
+//! Then a new user's journey through nginx in Chromium (`tests/browser/proxy.mjs`,
+//! playwright-core from `crates/web/tests/browser`) on a server with demo data: a refused
+//! sign-in, registration through the sign-in service (the confirmation link read from the
+//! server's mail outbox), the password, sign-in, a search, sign-out — every response with
+//! HSTS, every cookie Secure after every step. The refused sign-in's log line and the search's
+//! audit record (read back with `periscope admin audit`, as an operator would) hold the
+//! browser's address, not the proxy's.
 //!
 //! The same checks over curl through Debian's Caddy with the shipped `packaging/Caddyfile`
 //! (`caddy run` with its own ports, HOME and XDG directories, admin endpoint off, never the
@@ -25,7 +29,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -211,7 +215,8 @@ fn through_nginx_with_tls_hsts_secure_cookies_and_the_browsers_address() {
         text(&out.stderr)
     );
 
-    let (server, lines, mut seen, upstream) = start_server(&data, &public_url, "127.0.0.3/32");
+    let (server, lines, mut seen, upstream) =
+        start_server(&data, &public_url, "127.0.0.3/32", true);
 
     let http = free_port();
     let conf = dir.join("nginx.conf");
@@ -253,15 +258,24 @@ fn through_nginx_with_tls_hsts_secure_cookies_and_the_browsers_address() {
 
     checks_through_proxy(https, &cert, &jar, &upstream, &lines, &mut seen);
 
-    chromium_through_nginx(&public_url, &lines, &mut seen);
+    chromium_through_nginx(&public_url, &data, &lines, &mut seen);
     drop(server);
 }
 
-/// The Chromium part (`tests/browser/proxy.mjs`): pages through nginx with HSTS and Secure
-/// cookies, and the refused sign-in logged with the browser's address (127.0.0.1), not the
-/// proxy's (127.0.0.3).
+/// The newcomer of the Chromium journey.
+const NEWCOMER: &str = "newcomer@proxy.example";
+/// What the newcomer searches for.
+const QUERY: &str = "port:443";
+
+/// The Chromium part (`tests/browser/proxy.mjs`): a new user's journey through nginx —
+/// register, confirm through the e-mail's link (from the server's outbox in `data`), sign in,
+/// search, sign out — with HSTS on every response and every cookie Secure; the refused
+/// sign-in logged, and the search audited, with the browser's address (127.0.0.1), not the
+/// proxy's (127.0.0.3). The audit record is read back as an operator would, with
+/// `periscope admin audit`.
 fn chromium_through_nginx(
     public_url: &str,
+    data: &Path,
     lines: &mpsc::Receiver<String>,
     seen: &mut Vec<String>,
 ) {
@@ -284,21 +298,108 @@ fn chromium_through_nginx(
         eprintln!("SKIPPED: the Chromium part (no chromium, node or playwright-core)");
         return;
     }
-    let out = Command::new("node")
+    let mut node = Command::new("node")
         .arg(manifest.join("tests/browser/proxy.mjs"))
         .env("PERISCOPE_BASE", public_url)
+        .env("PERISCOPE_EMAIL", NEWCOMER)
+        .env("PERISCOPE_PASSWORD", "a long proxy passphrase 7")
+        .env("PERISCOPE_QUERY", QUERY)
         .env("PERISCOPE_PLAYWRIGHT", &playwright)
-        .output()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    let stdout = text(&out.stdout);
+    let mut stdin = node.stdin.take().unwrap();
+    let stdout = node.stdout.take().unwrap();
+    let stderr = node.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut all = String::new();
+        let _ = BufReader::new(stderr).read_to_string(&mut all);
+        all
+    });
+    let mut node = Reaped(node);
+    // The script's one question: `ASK link <email>`, the confirmation link of the e-mail sent
+    // to that address, answered from the server's outbox.
+    let mut said = String::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if let Some(to) = line.strip_prefix("ASK link ") {
+            let link = link_from_outbox(&data.join("outbox"), to).unwrap_or_default();
+            writeln!(stdin, "{link}").unwrap();
+        }
+        said.push_str(&line);
+        said.push('\n');
+    }
+    let status = node.0.wait().unwrap();
+    let stderr = stderr.join().unwrap();
     assert!(
-        out.status.success() && stdout.contains("DONE"),
-        "proxy.mjs: {stdout}\n{}",
-        text(&out.stderr)
+        status.success() && said.ends_with("DONE\n"),
+        "proxy.mjs: {said}\n{stderr}"
     );
-    eprint!("{stdout}");
+    eprint!("{said}");
+
+    // The refused sign-in, logged with the browser's address.
     let refused = wait_for(lines, seen, "sign-in refused");
     assert!(refused.contains("client.ip=127.0.0.1"), "{refused}");
+
+    // The search, audited with the browser's address: read back with `periscope admin audit`.
+    let out = command(&[
+        "admin",
+        "audit",
+        "--data",
+        data.to_str().unwrap(),
+        "--account",
+        NEWCOMER,
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listed = text(&out.stdout);
+    let records: Vec<Vec<&str>> = listed
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    assert!(
+        records
+            .iter()
+            .any(|r| r[2..7] == ["web", "-", "search", "127.0.0.1", "ok"] && r[8] == QUERY),
+        "no audited browser search of {QUERY} from 127.0.0.1:\n{listed}"
+    );
+    // Every record of the journey (the page may also count or suggest filters) names the
+    // browser, never the proxy.
+    for record in &records {
+        assert_eq!(record[1], NEWCOMER, "{listed}");
+        assert_eq!(record.len(), 9, "{listed}");
+        assert_eq!(
+            record[5], "127.0.0.1",
+            "not the browser's address:\n{listed}"
+        );
+    }
+}
+
+/// The confirmation link of the newest e-mail to `email` in the outbox `dir`.
+fn link_from_outbox(dir: &Path, email: &str) -> Option<String> {
+    let mut messages: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(dir)
+        .ok()?
+        .map(|e| {
+            let path = e.unwrap().path();
+            let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+            (modified, std::fs::read_to_string(path).unwrap())
+        })
+        .filter(|(_, m)| m.to_lowercase().contains(&format!("to: {email}")))
+        .collect();
+    messages.sort_by_key(|(modified, _)| *modified);
+    let (_, message) = messages.pop()?;
+    let start = message.find("https://")?;
+    let link = message[start..].split_whitespace().next()?.to_owned();
+    link.contains("/auth/confirm?token=").then_some(link)
 }
 
 /// The value of the hidden form field `name` in `html`.
@@ -324,28 +425,34 @@ fn wait_for(lines: &mpsc::Receiver<String>, seen: &mut Vec<String>, needle: &str
     }
 }
 
-/// `periscope serve` on a free loopback port, trusting `trusted` as its proxy: the child,
-/// its stderr lines, the lines read so far, and its address.
+/// `periscope serve` on a free loopback port, trusting `trusted` as its proxy (with `demo`,
+/// on 300 demo hosts, so that searches find something): the child, its stderr lines, the
+/// lines read so far, and its address.
 fn start_server(
     data: &Path,
     public_url: &str,
     trusted: &str,
+    demo: bool,
 ) -> (Reaped, mpsc::Receiver<String>, Vec<String>, String) {
-    let mut server = command(&[
+    let mut args = vec![
         "serve",
         "--data",
         data.to_str().unwrap(),
         "--listen",
         "127.0.0.1:0",
-    ])
-    .env("PERISCOPE_DNS_SERVERS", "127.0.0.1:9")
-    .env("PERISCOPE_PUBLIC_URL", public_url)
-    .env("PERISCOPE_HTTP_TRUSTED_PROXIES", trusted)
-    .env("RUST_LOG", "info")
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    ];
+    if demo {
+        args.extend(["--demo", "--demo-hosts", "300"]);
+    }
+    let mut server = command(&args)
+        .env("PERISCOPE_DNS_SERVERS", "127.0.0.1:9")
+        .env("PERISCOPE_PUBLIC_URL", public_url)
+        .env("PERISCOPE_HTTP_TRUSTED_PROXIES", trusted)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let stderr = server.stderr.take().unwrap();
     let server = Reaped(server);
     let (tx, lines) = mpsc::channel::<String>();
@@ -493,7 +600,7 @@ fn through_caddy_with_tls_hsts_secure_cookies_and_the_browsers_address() {
     let public_url = format!("https://{NAME}:{https}");
     // Caddy connects to the server from 127.0.0.1; curl is at 127.0.0.2.
     let (server, lines, mut seen, upstream) =
-        start_server(&dir.join("data"), &public_url, "127.0.0.1/32");
+        start_server(&dir.join("data"), &public_url, "127.0.0.1/32", false);
 
     let http = free_port();
     let conf = dir.join("Caddyfile");

@@ -481,6 +481,8 @@ fn the_sign_in_service_runs_alone_for_a_server_elsewhere() {
             ("PERISCOPE_WEB_ISSUER", issuer.as_str()),
             ("PERISCOPE_WEB_CLIENT_ID", "periscope-web"),
             ("PERISCOPE_WEB_CLIENT_SECRET", secret.trim()),
+            // Mail settings for the embedded service, which is not mounted: said in the log.
+            ("PERISCOPE_SIGNIN_SMTP_HOST", "smtp.example.com"),
         ],
     );
     // No embedded provider; the application's sign-in goes to the one running alone …
@@ -511,7 +513,12 @@ fn the_sign_in_service_runs_alone_for_a_server_elsewhere() {
     assert!(answer.starts_with("HTTP/1.1 303"), "{answer}");
     assert!(answer.contains("location: /signin?return_to="), "{answer}");
 
-    server.stop();
+    let log = server.stop();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("[signin] mail settings are not used: web.issuer")),
+        "{log:?}"
+    );
     assert!(periscope_kill(&provider.id().to_string()));
     assert!(provider.wait().unwrap().success());
 }

@@ -7,6 +7,9 @@
 //! The binary is `$CLICKHOUSE_SERVER`, else `clickhouse-server` on `PATH` or in `/usr/sbin`
 //! (Debian's `clickhouse-server` package). When it is missing the tests are skipped loudly —
 //! except under `CI=true`, where a missing server fails them.
+//!
+//! Opt-in ([`Cluster::start_with`], [`Options`]): https on a port of its own with a certificate
+//! signed by a test CA ([`TestCa`], made with `openssl`), and a user with a password.
 
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)] // Test support: a panic is the failure report.
 
@@ -31,6 +34,7 @@ struct Server {
     child: Option<Child>,
     dir: PathBuf,
     http: u16,
+    https: Option<u16>,
 }
 
 impl Server {
@@ -111,6 +115,41 @@ fn config(dir: &Path, http: u16, tcp: u16, interserver: u16, shards: &[u16]) -> 
     )
 }
 
+/// The `https_port` and `openSSL` server settings serving `tls`'s certificate, and the closing
+/// tag they stand before.
+fn tls_config(port: u16, tls: &TlsFiles) -> String {
+    let xml = |p: &Path| xml_text(&p.display().to_string());
+    format!(
+        "  <https_port>{port}</https_port>\n  <openSSL><server>\
+         <certificateFile>{}</certificateFile><privateKeyFile>{}</privateKeyFile>\
+         <verificationMode>none</verificationMode><loadDefaultCAFile>false</loadDefaultCAFile>\
+         <cacheSessions>true</cacheSessions><disableProtocols>sslv2,sslv3</disableProtocols>\
+         <preferServerCiphers>true</preferServerCiphers></server></openSSL>\n</yandex>",
+        xml(&tls.certificate),
+        xml(&tls.private_key)
+    )
+}
+
+/// A user `name` with `password` from loopback, and the closing tag it stands before.
+fn user_config(name: &str, password: &str) -> String {
+    assert!(
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+        "a test user's name is letters, digits and _: {name:?}"
+    );
+    format!(
+        "    <{name}><password>{}</password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks>\
+         <profile>default</profile><quota>default</quota></{name}>\n  </users>",
+        xml_text(password)
+    )
+}
+
+/// `text` escaped for an XML text node.
+fn xml_text(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 const USERS: &str = r#"<?xml version="1.0"?>
 <yandex>
   <profiles><default></default></profiles>
@@ -126,11 +165,134 @@ const USERS: &str = r#"<?xml version="1.0"?>
 </yandex>
 "#;
 
+/// Opt-in settings of the servers a [`Cluster`] starts; the default is what
+/// [`Cluster::start`] runs.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Also serve https, on a port of its own, with this certificate ([`Cluster::https_urls`]).
+    pub tls: Option<TlsFiles>,
+    /// Also a user with a password: (name, password). The password-less `default` user stays.
+    pub user: Option<(String, String)>,
+}
+
+/// A server's certificate chain and private key (PEM files).
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The certificate (and any intermediates), PEM.
+    pub certificate: PathBuf,
+    /// Its private key, PEM.
+    pub private_key: PathBuf,
+}
+
+/// A test certificate authority made with `openssl` in a directory of its own: its
+/// certificate (the CA file a client trusts) and a server certificate it signed for
+/// `localhost` and `127.0.0.1`.
+#[derive(Debug, Clone)]
+pub struct TestCa {
+    /// The CA's certificate, PEM.
+    pub ca_file: PathBuf,
+    /// The server certificate it signed, and its key.
+    pub server: TlsFiles,
+}
+
+impl TestCa {
+    /// Makes the CA and the server certificate in `dir` (created), or `None` (after saying
+    /// so) when `openssl` is missing and this is not CI.
+    pub fn create(dir: &Path) -> Option<Self> {
+        if Command::new("openssl").arg("version").output().is_err() {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!(
+                    "openssl is not installed: CI must run the TLS tests (apt-get install openssl)"
+                );
+            }
+            eprintln!(
+                "\n\n*** SKIPPED: openssl is not installed (apt-get install openssl); TLS to \
+                 ClickHouse was NOT tested ***\n\n"
+            );
+            return None;
+        }
+        std::fs::create_dir_all(dir).unwrap();
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=Periscope test CA",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+        ]);
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ]);
+        std::fs::write(
+            dir.join("server.ext"),
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
+        ]);
+        Some(Self {
+            ca_file: dir.join("ca.pem"),
+            server: TlsFiles {
+                certificate: dir.join("server.pem"),
+                private_key: dir.join("server.key"),
+            },
+        })
+    }
+}
+
 impl Cluster {
     /// Starts `shards` servers forming one cluster, each with its directory under `root`
     /// (say, `env!("CARGO_TARGET_TMPDIR")`), or `None` (after saying so) when no server binary
     /// is installed and this is not CI.
     pub fn start(shards: usize, root: &Path) -> Option<Self> {
+        Self::start_with(shards, root, &Options::default())
+    }
+
+    /// [`Cluster::start`] with the opt-in `options`.
+    pub fn start_with(shards: usize, root: &Path, options: &Options) -> Option<Self> {
         let Some(binary) = binary() else {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!(
@@ -160,17 +322,24 @@ impl Cluster {
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
             let config_path = dir.join("config.xml");
-            std::fs::write(
-                &config_path,
-                config(&dir, http, tcp, interserver, &tcp_ports),
-            )
-            .unwrap();
-            std::fs::write(dir.join("users.xml"), USERS).unwrap();
+            let mut text = config(&dir, http, tcp, interserver, &tcp_ports);
+            let https = options.tls.as_ref().map(|tls| {
+                let port = free_port();
+                text = text.replace("</yandex>", &tls_config(port, tls));
+                port
+            });
+            std::fs::write(&config_path, text).unwrap();
+            let mut users = USERS.to_owned();
+            if let Some((name, password)) = &options.user {
+                users = users.replace("  </users>", &user_config(name, password));
+            }
+            std::fs::write(dir.join("users.xml"), users).unwrap();
             let mut server = Server {
                 binary: binary.clone(),
                 child: None,
                 dir,
                 http,
+                https,
             };
             server.spawn();
             servers.push(server);
@@ -218,6 +387,18 @@ impl Cluster {
     /// The HTTP endpoints, one per shard.
     pub fn urls(&self) -> Vec<String> {
         self.servers.iter().map(Self::url_of).collect()
+    }
+
+    /// The https endpoints (`https://localhost:PORT`, the name [`TestCa`]'s certificate
+    /// carries), one per shard; only with [`Options::tls`].
+    pub fn https_urls(&self) -> Vec<String> {
+        self.servers
+            .iter()
+            .map(|s| {
+                let port = s.https.expect("the cluster was started with Options::tls");
+                format!("https://localhost:{port}")
+            })
+            .collect()
     }
 
     /// A client of every node.

@@ -27,7 +27,8 @@ pub enum Channel {
 }
 
 impl Channel {
-    fn as_str(self) -> &'static str {
+    /// The stored name (`api`, `web`).
+    pub fn as_str(self) -> &'static str {
         match self {
             Channel::Api => "api",
             Channel::Web => "web",
