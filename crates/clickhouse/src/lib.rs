@@ -269,9 +269,13 @@ impl ClickHouseIndex {
             .collect();
         let list = list.join(", ");
         // Names with any record listing one of them (a name's rows share a shard, so the
-        // GLOBAL set is exact), then the current record of each must list one.
+        // GLOBAL set is exact), then the current record of each must list one. The listed
+        // addresses are unnested and tested against the set (`IN`, a hash lookup per
+        // address): `hasAny(addrs, [list])` compared every listed address with every key and
+        // was most of a search page's time (docs/benchmarks.md, "ClickHouse").
         let names = format!(
-            "name GLOBAL IN (SELECT name FROM {}.domain_scans WHERE hasAny(addrs, [{list}]))",
+            "name GLOBAL IN (SELECT name FROM {}.domain_scans ARRAY JOIN addrs AS listed \
+             WHERE listed IN ({list}))",
             self.db
         );
         self.domain_scans_where(

@@ -10,15 +10,19 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use periscope_clickhouse::testing::{CLUSTER, Cluster};
-use periscope_clickhouse::{ClickHouseIndex, schema};
+use periscope_clickhouse::{ClickHouseIndex, Client, Recording, schema};
 use periscope_index::api::{ScanIndex, SearchRequest};
 use periscope_index::{IndexConfig, ReferenceIndex};
 use periscope_model::observation::{Observation, ObservationReader};
 use periscope_model::{Port, Timestamp};
 use periscope_query::{Clause, FilterQuery, Query, Resolution};
 
-fn p50(mut run: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..11)
+fn p50(run: impl FnMut()) -> Duration {
+    median(11, run)
+}
+
+fn median(n: usize, mut run: impl FnMut()) -> Duration {
+    let mut times: Vec<Duration> = (0..n)
         .map(|_| {
             let t = Instant::now();
             run();
@@ -90,6 +94,7 @@ fn measure_synthetic_hosts() {
     let port22 = Query::Filter(FilterQuery::new([Clause::Port(Port::new(22).unwrap())]).unwrap());
     let middle: IpAddr = reference.records().nth(hosts as usize / 2).unwrap().ip;
     let filter22 = port22.as_filter().unwrap().clone();
+    breakdown(&cluster.urls()[0], &nodes[0], &reference, now, middle);
     let engines: [(&str, &dyn ScanIndex); 2] = [("clickhouse", &engine), ("reference", &reference)];
     for (name, index) in engines {
         let search = p50(|| {
@@ -119,4 +124,176 @@ fn measure_synthetic_hosts() {
              {facets:.1?}, exposure {exposure:.1?}; host detail {detail:.1?}"
         );
     }
+}
+
+fn first(node: &Client, statement: &str) -> String {
+    node.execute(&format!("{statement} FORMAT TabSeparated"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Where each call's time goes: the statements it sends (through a recording client), each
+/// statement's median time replayed alone, and the server's own duration and rows read from
+/// `system.query_log` — beside the call's median wall time.
+fn breakdown(url: &str, node: &Client, reference: &ReferenceIndex, now: Timestamp, middle: IpAddr) {
+    let (client, recording): (Client, Recording) = Client::new(url, Duration::from_secs(600))
+        .unwrap()
+        .recording();
+    let engine = ClickHouseIndex::with_client(client, "measure", IndexConfig::default()).unwrap();
+    let domain = first(
+        node,
+        "SELECT name FROM measure.domain_scans ORDER BY name LIMIT 1",
+    );
+    let asn = first(
+        node,
+        "SELECT asns[1] FROM measure.facts WHERE fact = 1 AND length(asns) > 0 LIMIT 1",
+    );
+    let product = first(
+        node,
+        "SELECT product_words[1] FROM measure.services WHERE length(product_words) > 0 LIMIT 1",
+    );
+    let parse = |t: &str| periscope_query::parse(t).unwrap();
+    let texts = [
+        "port:22".to_owned(),
+        format!("product:\"{product}\""),
+        "country:US".to_owned(),
+        format!("asn:{asn}"),
+        format!("domain:{domain}"),
+        format!("{middle}"),
+        match middle {
+            IpAddr::V4(a) => {
+                let [x, y, z, _] = a.octets();
+                format!("cidr:{x}.{y}.{z}.0/24")
+            }
+            IpAddr::V6(_) => "cidr:10.0.0.0/24".to_owned(),
+        },
+    ];
+    let http = reqwest::blocking::Client::new();
+    let raw = |statement: &str| {
+        let t = Instant::now();
+        let r = http
+            .post(format!("{url}/?log_queries=1"))
+            .body(statement.to_owned())
+            .send()
+            .unwrap();
+        assert!(
+            r.status().is_success(),
+            "{statement}: {}",
+            r.text().unwrap()
+        );
+        r.text().unwrap();
+        t.elapsed()
+    };
+    let mut calls: Vec<(String, Box<dyn Fn(&dyn ScanIndex)>)> = Vec::new();
+    for text in &texts {
+        let q = parse(text);
+        let q2 = q.clone();
+        calls.push((
+            format!("search {text}"),
+            Box::new(move |index: &dyn ScanIndex| {
+                let req = SearchRequest {
+                    query: &q2,
+                    after: None,
+                    limit: 100,
+                    resolved: &[],
+                    now,
+                };
+                index.search(&req).unwrap();
+            }),
+        ));
+        if text == "port:22" {
+            let q3 = q.clone();
+            calls.push((
+                "search port:22 page after the middle host".to_owned(),
+                Box::new(move |index: &dyn ScanIndex| {
+                    let req = SearchRequest {
+                        query: &q3,
+                        after: Some(middle),
+                        limit: 100,
+                        resolved: &[],
+                        now,
+                    };
+                    index.search(&req).unwrap();
+                }),
+            ));
+            let q4 = q.clone();
+            calls.push((
+                "count port:22".to_owned(),
+                Box::new(move |index: &dyn ScanIndex| {
+                    index.count(&q4, now).unwrap();
+                }),
+            ));
+            let f = q.as_filter().unwrap().clone();
+            calls.push((
+                "facets port:22".to_owned(),
+                Box::new(move |index: &dyn ScanIndex| {
+                    index.facets(&f, now).unwrap();
+                }),
+            ));
+            let q5 = q.clone();
+            calls.push((
+                "exposure port:22 global".to_owned(),
+                Box::new(move |index: &dyn ScanIndex| {
+                    index.exposure(&q5, Resolution::Global, now).unwrap();
+                }),
+            ));
+        }
+    }
+    calls.push((
+        "host detail".to_owned(),
+        Box::new(move |index: &dyn ScanIndex| {
+            index.host_detail(middle, None, 20, now).unwrap();
+        }),
+    ));
+    for (name, call) in &calls {
+        recording.lock().unwrap().clear();
+        call(&engine);
+        let statements: Vec<String> = recording
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.statement.clone())
+            .collect();
+        let wall = median(5, || call(&engine));
+        let embedded = median(5, || call(reference));
+        eprintln!(
+            "\n{name}: {} statements, call median {wall:.1?} (embedded {embedded:.1?})",
+            statements.len()
+        );
+        let mut sum = Duration::ZERO;
+        for statement in &statements {
+            let alone = median(5, || {
+                raw(statement);
+            });
+            sum += alone;
+            node.execute("SYSTEM FLUSH LOGS").unwrap();
+            let log = first(
+                node,
+                &format!(
+                    "SELECT query_duration_ms, read_rows, read_bytes FROM system.query_log \
+                     WHERE type = 2 AND query = {} ORDER BY event_time DESC LIMIT 1",
+                    quote(statement)
+                ),
+            );
+            let short: String = statement.chars().take(150).collect();
+            eprintln!("  {alone:>9.1?} alone; server ms, rows, bytes: {log:<28} {short}");
+        }
+        eprintln!("  sum of statements alone {sum:.1?}");
+    }
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::from("'");
+    for c in s.chars() {
+        match c {
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            _ => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
 }
