@@ -95,6 +95,7 @@ fn measure_synthetic_hosts() {
     let middle: IpAddr = reference.records().nth(hosts as usize / 2).unwrap().ip;
     let filter22 = port22.as_filter().unwrap().clone();
     breakdown(&cluster.urls()[0], &nodes[0], &reference, now, middle);
+    by_hand(&engine, &nodes[0], now, middle);
     let engines: [(&str, &dyn ScanIndex); 2] = [("clickhouse", &engine), ("reference", &reference)];
     for (name, index) in engines {
         let search = p50(|| {
@@ -296,4 +297,127 @@ fn quote(s: &str) -> String {
     }
     out.push('\'');
     out
+}
+
+/// Each call beside the same question written by hand in SQL on the same tables (the
+/// statements a person would write for the same answer: the page's hosts with their current
+/// services, facts and listing domain scans; the count; one host's rows), timed alternately,
+/// medians of 11, and the ratio.
+fn by_hand(engine: &ClickHouseIndex, node: &Client, now: Timestamp, middle: IpAddr) {
+    let cutoff = now.unix() - IndexConfig::default().retention_secs;
+    let key = format!(
+        "toFixedString(unhex('{:032x}'), 16)",
+        periscope_model::ip_order_key(middle)
+    );
+    let page = |after: &str| {
+        let hosts = format!(
+            "SELECT addr FROM measure.services WHERE port = 22 AND observed_at >= {cutoff}{after} \
+             GROUP BY addr ORDER BY addr LIMIT 101"
+        );
+        vec![
+            format!(
+                "SELECT hex(addr), argMax(record, (observed_at, rank)) FROM measure.services \
+                 WHERE addr IN ({hosts}) AND observed_at >= {cutoff} GROUP BY addr, port, protocol"
+            ),
+            format!(
+                "SELECT hex(addr), argMax(record, (observed_at, rank)) FROM measure.facts \
+                 WHERE addr IN ({hosts}) GROUP BY addr, fact"
+            ),
+            format!(
+                "SELECT argMax(record, (observed_at, rank)) FROM measure.domain_scans WHERE name IN \
+                 (SELECT name FROM measure.domain_scans ARRAY JOIN addrs AS a WHERE a IN ({hosts})) \
+                 GROUP BY name"
+            ),
+        ]
+    };
+    let port22 = Query::Filter(FilterQuery::new([Clause::Port(Port::new(22).unwrap())]).unwrap());
+    let run = |statements: &[String]| {
+        for s in statements {
+            node.execute(&format!("{s} FORMAT TabSeparated")).unwrap();
+        }
+    };
+    let cases: Vec<(&str, Box<dyn Fn()>, Vec<String>)> = vec![
+        (
+            "search port:22, first page of 100",
+            Box::new(|| {
+                let req = SearchRequest {
+                    query: &port22,
+                    after: None,
+                    limit: 100,
+                    resolved: &[],
+                    now,
+                };
+                engine.search(&req).unwrap();
+            }),
+            page(""),
+        ),
+        (
+            "search port:22, page after the middle host",
+            Box::new(|| {
+                let req = SearchRequest {
+                    query: &port22,
+                    after: Some(middle),
+                    limit: 100,
+                    resolved: &[],
+                    now,
+                };
+                engine.search(&req).unwrap();
+            }),
+            page(&format!(" AND addr > {key}")),
+        ),
+        (
+            "count port:22",
+            Box::new(|| {
+                engine.count(&port22, now).unwrap();
+            }),
+            vec![format!(
+                "SELECT uniqExact(addr) FROM measure.services WHERE port = 22 AND observed_at >= {cutoff}"
+            )],
+        ),
+        (
+            "host detail",
+            Box::new(|| {
+                engine.host_detail(middle, None, 20, now).unwrap();
+            }),
+            vec![
+                format!(
+                    "SELECT argMax(record, (observed_at, rank)) FROM measure.services WHERE addr = {key} \
+                     AND observed_at >= {cutoff} GROUP BY port, protocol"
+                ),
+                format!(
+                    "SELECT argMax(record, (observed_at, rank)) FROM measure.facts WHERE addr = {key} \
+                     GROUP BY fact"
+                ),
+                format!(
+                    "SELECT argMax(record, (observed_at, rank)) FROM measure.domain_scans WHERE name IN \
+                     (SELECT name FROM measure.domain_scans WHERE has(addrs, {key})) GROUP BY name"
+                ),
+            ],
+        ),
+    ];
+    eprintln!(
+        "\n{:<45} {:>10} {:>10} {:>6}",
+        "call (medians of 11, alternating)", "engine", "by hand", "ratio"
+    );
+    for (name, call, statements) in &cases {
+        let mut mine = Vec::new();
+        let mut hand = Vec::new();
+        for _ in 0..11 {
+            let t = Instant::now();
+            call();
+            mine.push(t.elapsed());
+            let t = Instant::now();
+            run(statements);
+            hand.push(t.elapsed());
+        }
+        mine.sort();
+        hand.sort();
+        let (m, h) = (mine[5], hand[5]);
+        eprintln!(
+            "{name:<45} {:>10.1?} {:>10.1?} {:>6.2}",
+            m,
+            h,
+            m.as_secs_f64() / h.as_secs_f64()
+        );
+    }
 }
