@@ -127,6 +127,12 @@ fn measure_synthetic_hosts() {
     }
 }
 
+/// A call of any engine, by name.
+type Call = Box<dyn Fn(&dyn ScanIndex)>;
+
+/// A call of the engine, and the statements a person would write for its answer.
+type HandCase<'a> = (&'static str, Box<dyn Fn() + 'a>, Vec<String>);
+
 fn first(node: &Client, statement: &str) -> String {
     node.execute(&format!("{statement} FORMAT TabSeparated"))
         .unwrap()
@@ -188,7 +194,7 @@ fn breakdown(url: &str, node: &Client, reference: &ReferenceIndex, now: Timestam
         r.text().unwrap();
         t.elapsed()
     };
-    let mut calls: Vec<(String, Box<dyn Fn(&dyn ScanIndex)>)> = Vec::new();
+    let mut calls: Vec<(String, Call)> = Vec::new();
     for text in &texts {
         let q = parse(text);
         let q2 = q.clone();
@@ -336,7 +342,7 @@ fn by_hand(engine: &ClickHouseIndex, node: &Client, now: Timestamp, middle: IpAd
             node.execute(&format!("{s} FORMAT TabSeparated")).unwrap();
         }
     };
-    let cases: Vec<(&str, Box<dyn Fn()>, Vec<String>)> = vec![
+    let cases: Vec<HandCase<'_>> = vec![
         (
             "search port:22, first page of 100",
             Box::new(|| {
