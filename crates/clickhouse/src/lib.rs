@@ -263,20 +263,27 @@ impl ClickHouseIndex {
         if ips.is_empty() {
             return Ok(DomainScans::default());
         }
+        // The keys as hex string literals (the hex of the 16 bytes, as `hex()` writes it):
+        // a list of plain constants, where `toFixedString(unhex(…), 16)` expressions made
+        // the statement slow to analyse.
         let list: Vec<String> = ips
             .iter()
-            .map(|ip| sql::key(ip_order_key(ip.to_canonical())))
+            .map(|ip| format!("'{:032X}'", ip_order_key(ip.to_canonical())))
             .collect();
         let list = list.join(", ");
         // Names with any record listing one of them (a name's rows share a shard, so the
-        // GLOBAL set is exact), then the current record of each must list one.
+        // GLOBAL set is exact), then the current record of each must list one. The listed
+        // addresses are unnested and tested against the set (`IN`, a hash lookup per
+        // address): `hasAny(addrs, [list])` compared every listed address with every key and
+        // was most of a search page's time (docs/benchmarks.md, "ClickHouse").
         let names = format!(
-            "name GLOBAL IN (SELECT name FROM {}.domain_scans WHERE hasAny(addrs, [{list}]))",
+            "name GLOBAL IN (SELECT name FROM {}.domain_scans ARRAY JOIN addrs AS listed \
+             WHERE hex(listed) IN ({list}))",
             self.db
         );
         self.domain_scans_where(
             &names,
-            &format!("hasAny(argMax(addrs, {NEWEST}), [{list}])"),
+            &format!("hasAny(arrayMap(a -> hex(a), argMax(addrs, {NEWEST})), [{list}])"),
         )
     }
 }

@@ -26,13 +26,35 @@
 //! from that same record when the row is written.
 //!
 //! [`init`] is idempotent: `IF NOT EXISTS` everywhere, and a `schema_version` table per node
-//! that refuses a node holding another version.
+//! that refuses a node holding another version (so a version-1 database is refused with
+//! [`SchemaError::Version`], never misread: create the tables in a new database and ingest
+//! again).
+//!
+//! **Why argMax over MergeTree** (not ReplacingMergeTree, not an AggregatingMergeTree of
+//! `argMaxState`): ReplacingMergeTree drops older rows only when background merges run, so
+//! an answer independent of merge timing needs `FINAL` or `argMax` at read time anyway; an
+//! AggregatingMergeTree current-state table still finishes the aggregation over every part
+//! at read time (the same rows read until merges collapse them) and doubles the writes. Both
+//! only pay off when observations repeat the same services many times (merges then shrink
+//! the table); with one row per observed service they read what argMax reads. Measured
+//! (docs/benchmarks.md, "ClickHouse"): the time of a page went to reading whole 8,192-row
+//! granules for a page's few hosts and to the domain-scan listing, not to argMax, which is
+//! why version 2 changed the granularity ([`INDEX_GRANULARITY`]) rather than the engine.
+//!
+//! History: version 1, default granularity; version 2, [`INDEX_GRANULARITY`].
 
 use crate::client::{Client, ClientError};
 use crate::sql;
 
 /// The version of the tables this build reads and writes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Rows per granule (the unit ClickHouse reads) of every local table. Version 1 used the
+/// default, 8,192: reading one host's rows (`addr IN (…)`: host detail, and the records of a
+/// page's hosts) read a whole granule of every part, ~29k rows and 27 MB for one host at 50k
+/// hosts. With 256 a host's rows cost a few hundred rows; full scans (facets, exposure) pay
+/// a slightly larger mark file (one mark per 256 rows: 120k marks at 10M hosts).
+pub const INDEX_GRANULARITY: u32 = 256;
 
 /// Why the schema could not be created.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,7 +81,8 @@ pub fn statements(database: &str, cluster: &str) -> Vec<String> {
     let local = |name: &str, columns: &str, order: &str| {
         format!(
             "CREATE TABLE IF NOT EXISTS {db}.{name}_local ({columns}) \
-             ENGINE = MergeTree ORDER BY {order}"
+             ENGINE = MergeTree ORDER BY {order} \
+             SETTINGS index_granularity = {INDEX_GRANULARITY}"
         )
     };
     let distributed = |name: &str, shard_key: &str| {

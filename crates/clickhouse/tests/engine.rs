@@ -351,3 +351,41 @@ fn centroids_are_summed_in_host_order() {
     drop_database(&cluster, &db);
     assert_eq!(got, want);
 }
+
+/// A database holding another schema version (here version 1, the default granularity) is
+/// refused by `init` with the node and both versions named, and its tables are not touched.
+#[test]
+fn init_refuses_another_schema_version() {
+    let Some(cluster) = Cluster::start(1, std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))) else {
+        return;
+    };
+    let node = &cluster.clients()[0];
+    node.execute("CREATE DATABASE old_schema").unwrap();
+    node.execute("CREATE TABLE old_schema.schema_version (version UInt32) ENGINE = TinyLog")
+        .unwrap();
+    node.execute("INSERT INTO old_schema.schema_version VALUES (1)")
+        .unwrap();
+    let err = schema::init(std::slice::from_ref(node), "old_schema", CLUSTER).unwrap_err();
+    assert_eq!(
+        err,
+        schema::SchemaError::Version {
+            url: cluster.urls()[0].clone(),
+            found: "1".into()
+        }
+    );
+    assert!(
+        err.to_string()
+            .contains("schema version 1; this build uses 2"),
+        "{err}"
+    );
+    let tables = node
+        .execute(
+            "SELECT count() FROM system.tables WHERE database = 'old_schema' FORMAT TabSeparated",
+        )
+        .unwrap();
+    assert_eq!(
+        tables.trim(),
+        "1",
+        "only schema_version: nothing was created"
+    );
+}
