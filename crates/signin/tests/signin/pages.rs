@@ -278,7 +278,7 @@ async fn sign_in_failures_are_counted_over_every_instance() {
                 page.body
             );
         };
-        let instance = |i: usize| if i % 2 == 0 { &one } else { &two };
+        let instance = |i: usize| if i.is_multiple_of(2) { &one } else { &two };
 
         // Per account: three failures for erin, alternating instances and addresses...
         for i in 0..3 {
