@@ -124,9 +124,48 @@ pub(crate) fn connect(config: &Config) -> Result<(Location, ClickHouseIndex)> {
         ),
         other => bail!("{}", other.refusal(&location.endpoint, &location.database)),
     }
+    check_servers(&client, &location)?;
     let index = ClickHouseIndex::with_client(client, &location.database, config.index_config())
         .with_context(|| format!("ClickHouse at {}", location.endpoint))?;
     Ok((location, index))
+}
+
+/// Checks, through `node`, that every server of the cluster records this build's schema
+/// version (so a database another release made on one shard is refused, not misread).
+fn check_servers(node: &Client, location: &Location) -> Result<()> {
+    let db = sql::identifier(&location.database).ok_or_else(|| {
+        anyhow!("{:?} is not a valid ClickHouse database name", location.database)
+    })?;
+    let servers = cluster_servers(node, &location.cluster)?;
+    if servers.is_empty() {
+        bail!(
+            "ClickHouse at {} has no cluster named {} in its remote_servers: the index's \
+             Distributed tables span it",
+            location.endpoint,
+            location.cluster
+        );
+    }
+    for (_, server) in servers {
+        let answer = node
+            .execute(&format!(
+                "SELECT toString(version) FROM remote({}, {db}, schema_version) FORMAT TabSeparated",
+                sql::string(&server)
+            ))
+            .with_context(|| {
+                format!(
+                    "checking the schema version on {server}, server of cluster {} (through \
+                     ClickHouse at {}); is it up, and was periscope clickhouse init run with \
+                     every node?",
+                    location.cluster, location.endpoint
+                )
+            })?;
+        let versions: Vec<&str> = answer.lines().collect();
+        if versions != [SCHEMA_VERSION.to_string().as_str()] {
+            let found = NodeSchema::Other(versions.join(","));
+            bail!("{}", found.refusal(&server, &location.database));
+        }
+    }
+    Ok(())
 }
 
 /// What a node's database holds.
@@ -252,7 +291,7 @@ fn node_schema(node: &Client, db: &str, expected: &[String]) -> Result<NodeSchem
 }
 
 /// The index location, the location of each node (the index's first), and a client of each.
-fn nodes(args: &Args) -> Result<(Config, Location, Vec<(Location, Client)>)> {
+fn nodes(args: &Args) -> Result<(Location, Vec<(Location, Client)>)> {
     let config = configured(args.config.as_deref(), args.index.as_deref())?;
     let location = location_of(&config)?;
     let mut nodes = vec![location.clone()];
@@ -268,7 +307,7 @@ fn nodes(args: &Args) -> Result<(Config, Location, Vec<(Location, Client)>)> {
         let client = client(&config.index, &node)?;
         located.push((node, client));
     }
-    Ok((config, location, located))
+    Ok((location, located))
 }
 
 /// A `--node` value as a location: `clickhouse://HOST[:PORT]` takes the index's database and
@@ -379,7 +418,7 @@ fn check_cluster(location: &Location, nodes: &[(Location, Client)]) -> Result<Ve
 
 /// `periscope clickhouse init`.
 fn init(args: &Args) -> Result<ExitCode> {
-    let (_config, location, nodes) = nodes(args)?;
+    let (location, nodes) = nodes(args)?;
     let db = &location.database;
     let servers = check_cluster(&location, &nodes)?;
     let expected = expected_tables(db, &location.cluster);
@@ -429,7 +468,7 @@ fn init(args: &Args) -> Result<ExitCode> {
 
 /// `periscope clickhouse status`.
 fn status(args: &Args) -> Result<ExitCode> {
-    let (_config, location, nodes) = nodes(args)?;
+    let (location, nodes) = nodes(args)?;
     let db = &location.database;
     let expected = expected_tables(db, &location.cluster);
     let servers = cluster_servers(&nodes[0].1, &location.cluster)?;

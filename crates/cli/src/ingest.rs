@@ -367,7 +367,7 @@ pub(crate) fn ingest_to(
     batch: usize,
     log_batches: bool,
     import: &ImportArgs,
-    mut prepare: Prepare,
+    prepare: Prepare,
 ) -> Result<IngestReport> {
     let started = Instant::now();
     // The importers' options are checked before anything is read.

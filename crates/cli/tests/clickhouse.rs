@@ -27,6 +27,9 @@ use periscope_index::{EmbeddedIndex, IndexConfig};
 use periscope_model::Timestamp;
 use periscope_query::{Query, Resolution};
 
+/// The ports of the ZGrab2 fixture's scans (ZGrab2 does not record them).
+const ZGRAB2_PORTS: [&str; 4] = ["--port", "http=443", "--port", "22"];
+
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../import/tests/fixtures");
 
 fn start(test: &str) -> Option<(Cluster, PathBuf)> {
@@ -86,7 +89,7 @@ fn query_one(cluster: &Cluster, i: usize, sql: &str) -> String {
 
 #[test]
 fn init_creates_the_schema_on_every_node_once_and_refuses_other_versions() {
-    let Some((cluster, _dir)) = start("ch_init") else {
+    let Some((cluster, dir)) = start("ch_init") else {
         return;
     };
     let url = index_url(&cluster, "scans");
@@ -156,10 +159,14 @@ fn init_creates_the_schema_on_every_node_once_and_refuses_other_versions() {
     let out = run(&["clickhouse", "status", "--index", &url_newer]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     assert!(text(&out.stdout).contains(&format!("schema version {newer}")));
-    let synth = _dir.join("synth.jsonl");
+    let synth = dir.join("synth.jsonl");
     ok(&periscope(&["synth", "--hosts", "20", "--out", synth.to_str().unwrap()]));
-    let err = failed(&run(&["ingest", "--index", &url_newer, synth.to_str().unwrap()]));
-    assert!(err.contains(&format!("holds schema version {newer}")), "{err}");
+    // Through either node: the first node's version is checked, and every server's.
+    for url in [url_newer.clone(), index_url(&cluster, "newer")] {
+        let err = failed(&run(&["ingest", "--index", &url, synth.to_str().unwrap()]));
+        assert!(err.contains(&format!("holds schema version {newer}")), "{err}");
+    }
+    assert_eq!(query_one(&cluster, 0, "SELECT count() FROM newer.services_local"), "0");
     assert_eq!(query_one(&cluster, 1, "SELECT count() FROM newer.services_local"), "0");
 
     // Tables Periscope did not make are not taken for a schema.
@@ -353,9 +360,11 @@ fn ingest_into_clickhouse_answers_as_the_embedded_store_with_the_same_report() {
     let data = dir.join("data");
     let url = index_url(&cluster, "scans");
     let mut args: Vec<&str> = vec!["ingest", "--batch", "300", "--data", data.to_str().unwrap()];
+    args.extend(ZGRAB2_PORTS);
     args.extend(files.iter().map(String::as_str));
     let local = ok(&run(&args));
     let mut args: Vec<&str> = vec!["ingest", "--batch", "300", "--index", &url];
+    args.extend(ZGRAB2_PORTS);
     args.extend(files.iter().map(String::as_str));
     let remote = ok(&run(&args));
     assert!(remote.contains("index:             ClickHouse at"), "{remote}");
@@ -377,6 +386,7 @@ fn ingest_into_clickhouse_answers_as_the_embedded_store_with_the_same_report() {
     let config = dir.join("periscope.toml");
     std::fs::write(&config, format!("[index]\nurl = \"{}\"\n", index_url(&cluster, "configured"))).unwrap();
     let mut args: Vec<&str> = vec!["ingest", "--config", config.to_str().unwrap()];
+    args.extend(ZGRAB2_PORTS);
     args.extend(files.iter().map(String::as_str));
     let configured = ok(&run(&args));
     assert_eq!(comparable(&configured), comparable(&local));
