@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
-use periscope_clickhouse::{Client, ClickHouseIndex, Location, SCHEMA_VERSION, schema, sql};
+use periscope_clickhouse::{ClickHouseIndex, Client, Location, SCHEMA_VERSION, schema, sql};
 
 use crate::config::{CONFIG_FILE_ENV, Config, IndexSettings, process_env};
 use crate::synth::group;
@@ -34,11 +34,13 @@ pub(crate) enum Command {
 
 /// Where the index is: `--index` (or the configuration) and the other nodes.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "The index URL is clickhouse://[USER@]HOST[:PORT]/DATABASE[?cluster=NAME] \
+#[command(
+    after_help = "The index URL is clickhouse://[USER@]HOST[:PORT]/DATABASE[?cluster=NAME] \
     (HTTP, port 8123 by default) or clickhouse+https://… (port 8443); cluster defaults to \
     periscope, the remote_servers cluster the Distributed tables span. Every server of that \
     cluster must be given: the URL's node and --node for each other one. See \
-    docs/configuration.md ([index]) and docs/ingest.md.")]
+    docs/configuration.md ([index]) and docs/ingest.md."
+)]
 pub(crate) struct Args {
     /// The ClickHouse index (overrides [index] url and PERISCOPE_INDEX_URL).
     #[arg(long, value_name = "URL")]
@@ -62,7 +64,10 @@ pub(crate) fn run(command: &Command) -> Result<ExitCode> {
 }
 
 /// The configuration with `--index` applied, and the index location it names.
-pub(crate) fn configured(config_file: Option<&std::path::Path>, index: Option<&str>) -> Result<Config> {
+pub(crate) fn configured(
+    config_file: Option<&std::path::Path>,
+    index: Option<&str>,
+) -> Result<Config> {
     let mut config = Config::load(config_file, process_env)?;
     if let Some(url) = index {
         config.apply_flag("index.url", "--index", url)?;
@@ -103,8 +108,12 @@ pub(crate) fn client(settings: &IndexSettings, location: &Location) -> Result<Cl
              unset them"
         );
     }
-    Client::new(&location.endpoint, settings.timeout)
-        .with_context(|| format!("cannot make a client of ClickHouse at {}", location.endpoint))
+    Client::new(&location.endpoint, settings.timeout).with_context(|| {
+        format!(
+            "cannot make a client of ClickHouse at {}",
+            location.endpoint
+        )
+    })
 }
 
 /// The engine over the index the configuration names, after checking that its database holds
@@ -134,7 +143,10 @@ pub(crate) fn connect(config: &Config) -> Result<(Location, ClickHouseIndex)> {
 /// version (so a database another release made on one shard is refused, not misread).
 fn check_servers(node: &Client, location: &Location) -> Result<()> {
     let db = sql::identifier(&location.database).ok_or_else(|| {
-        anyhow!("{:?} is not a valid ClickHouse database name", location.database)
+        anyhow!(
+            "{:?} is not a valid ClickHouse database name",
+            location.database
+        )
     })?;
     let servers = cluster_servers(node, &location.cluster)?;
     if servers.is_empty() {
@@ -357,7 +369,11 @@ fn cluster_servers(node: &Client, cluster: &str) -> Result<Vec<(u32, String)>> {
                     .map_err(|_| anyhow!("system.clusters at {}: a shard number", node.url()))?;
                 Ok((shard, format!("{}:{}", text(host), text(port))))
             }
-            _ => Err(anyhow!("system.clusters at {}: a row of {} fields", node.url(), row.len())),
+            _ => Err(anyhow!(
+                "system.clusters at {}: a row of {} fields",
+                node.url(),
+                row.len()
+            )),
         })
         .collect()
 }
@@ -486,10 +502,7 @@ fn status(args: &Args) -> Result<ExitCode> {
             .join(", ")
     );
     let mut usable = true;
-    let tables: Vec<&String> = expected
-        .iter()
-        .filter(|t| t.ends_with("_local"))
-        .collect();
+    let tables: Vec<&String> = expected.iter().filter(|t| t.ends_with("_local")).collect();
     for (node, client) in &nodes {
         let state = node_schema(client, db, &expected)?;
         match &state {
@@ -530,7 +543,10 @@ fn status(args: &Args) -> Result<ExitCode> {
             ))
             .with_context(|| format!("counting hosts at {}", client.url()))?;
         let hosts: u64 = hosts.trim().parse().map_err(|_| {
-            anyhow!("ClickHouse at {} answered {hosts:?} to a count", client.url())
+            anyhow!(
+                "ClickHouse at {} answered {hosts:?} to a count",
+                client.url()
+            )
         })?;
         println!(
             "cluster:  rows: {}; {} addresses with service rows",
@@ -545,10 +561,14 @@ fn status(args: &Args) -> Result<ExitCode> {
 
 fn count(client: &Client, db: &str, table: &str) -> Result<u64> {
     let answer = client
-        .execute(&format!("SELECT count() FROM {db}.{table} FORMAT TabSeparated"))
+        .execute(&format!(
+            "SELECT count() FROM {db}.{table} FORMAT TabSeparated"
+        ))
         .with_context(|| format!("counting {db}.{table} at {}", client.url()))?;
-    answer
-        .trim()
-        .parse()
-        .map_err(|_| anyhow!("ClickHouse at {} answered {answer:?} to a count", client.url()))
+    answer.trim().parse().map_err(|_| {
+        anyhow!(
+            "ClickHouse at {} answered {answer:?} to a count",
+            client.url()
+        )
+    })
 }

@@ -101,19 +101,35 @@ fn init_creates_the_schema_on_every_node_once_and_refuses_other_versions() {
         "{err}"
     );
     assert_eq!(
-        query_one(&cluster, 0, "SELECT count() FROM system.databases WHERE name = 'scans'"),
+        query_one(
+            &cluster,
+            0,
+            "SELECT count() FROM system.databases WHERE name = 'scans'"
+        ),
         "0",
         "nothing is created when nodes are missing"
     );
 
     let first = ok(&init(&cluster, "scans"));
-    assert!(first.contains(&format!("schema version {SCHEMA_VERSION} on all 2 nodes")), "{first}");
+    assert!(
+        first.contains(&format!("schema version {SCHEMA_VERSION} on all 2 nodes")),
+        "{first}"
+    );
     assert_eq!(first.matches(": created").count(), 2, "{first}");
     let tables = "SELECT name FROM system.tables WHERE database = 'scans' ORDER BY name";
     let created: Vec<String> = (0..2).map(|i| query_one(&cluster, i, tables)).collect();
     for (i, names) in created.iter().enumerate() {
-        for table in ["schema_version", "services", "services_local", "facts_local", "domain_scans"] {
-            assert!(names.lines().any(|n| n == table), "node {i} lacks {table}: {names}");
+        for table in [
+            "schema_version",
+            "services",
+            "services_local",
+            "facts_local",
+            "domain_scans",
+        ] {
+            assert!(
+                names.lines().any(|n| n == table),
+                "node {i} lacks {table}: {names}"
+            );
         }
     }
     let modified = "SELECT name, metadata_modification_time FROM system.tables \
@@ -127,14 +143,31 @@ fn init_creates_the_schema_on_every_node_once_and_refuses_other_versions() {
     assert_eq!(before, after);
     for i in 0..2 {
         assert_eq!(
-            query_one(&cluster, i, "SELECT toString(version) FROM scans.schema_version"),
+            query_one(
+                &cluster,
+                i,
+                "SELECT toString(version) FROM scans.schema_version"
+            ),
             SCHEMA_VERSION.to_string()
         );
     }
     let other = node(&cluster, 1);
-    let status = ok(&run(&["clickhouse", "status", "--index", &url, "--node", &other]));
+    let status = ok(&run(&[
+        "clickhouse",
+        "status",
+        "--index",
+        &url,
+        "--node",
+        &other,
+    ]));
     assert!(status.contains("2 shards on 2 servers"), "{status}");
-    assert_eq!(status.matches(&format!("schema version {SCHEMA_VERSION}; rows: 0")).count(), 2, "{status}");
+    assert_eq!(
+        status
+            .matches(&format!("schema version {SCHEMA_VERSION}; rows: 0"))
+            .count(),
+        2,
+        "{status}"
+    );
 
     // A database a newer Periscope made (version recorded on the second node) is refused by
     // init, status and ingest, and left as it is.
@@ -146,7 +179,9 @@ fn init_creates_the_schema_on_every_node_once_and_refuses_other_versions() {
         .execute("CREATE TABLE newer.schema_version (version UInt32) ENGINE = TinyLog")
         .unwrap();
     node2
-        .execute(&format!("INSERT INTO newer.schema_version VALUES ({newer})"))
+        .execute(&format!(
+            "INSERT INTO newer.schema_version VALUES ({newer})"
+        ))
         .unwrap();
     let err = failed(&init(&cluster, "newer"));
     assert!(
@@ -160,14 +195,29 @@ fn init_creates_the_schema_on_every_node_once_and_refuses_other_versions() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     assert!(text(&out.stdout).contains(&format!("schema version {newer}")));
     let synth = dir.join("synth.jsonl");
-    ok(&periscope(&["synth", "--hosts", "20", "--out", synth.to_str().unwrap()]));
+    ok(&periscope(&[
+        "synth",
+        "--hosts",
+        "20",
+        "--out",
+        synth.to_str().unwrap(),
+    ]));
     // Through either node: the first node's version is checked, and every server's.
     for url in [url_newer.clone(), index_url(&cluster, "newer")] {
         let err = failed(&run(&["ingest", "--index", &url, synth.to_str().unwrap()]));
-        assert!(err.contains(&format!("holds schema version {newer}")), "{err}");
+        assert!(
+            err.contains(&format!("holds schema version {newer}")),
+            "{err}"
+        );
     }
-    assert_eq!(query_one(&cluster, 0, "SELECT count() FROM newer.services_local"), "0");
-    assert_eq!(query_one(&cluster, 1, "SELECT count() FROM newer.services_local"), "0");
+    assert_eq!(
+        query_one(&cluster, 0, "SELECT count() FROM newer.services_local"),
+        "0"
+    );
+    assert_eq!(
+        query_one(&cluster, 1, "SELECT count() FROM newer.services_local"),
+        "0"
+    );
 
     // Tables Periscope did not make are not taken for a schema.
     node2.execute("CREATE DATABASE foreign").unwrap();
@@ -175,10 +225,18 @@ fn init_creates_the_schema_on_every_node_once_and_refuses_other_versions() {
         .execute("CREATE TABLE foreign.t (x UInt8) ENGINE = TinyLog")
         .unwrap();
     let err = failed(&init(&cluster, "foreign"));
-    assert!(err.contains("not a schema version this build knows"), "{err}");
+    assert!(
+        err.contains("not a schema version this build knows"),
+        "{err}"
+    );
 
     // Ingest into a database without the schema says what to run.
-    let err = failed(&run(&["ingest", "--index", &index_url(&cluster, "empty"), synth.to_str().unwrap()]));
+    let err = failed(&run(&[
+        "ingest",
+        "--index",
+        &index_url(&cluster, "empty"),
+        synth.to_str().unwrap(),
+    ]));
     assert!(err.contains("run periscope clickhouse init"), "{err}");
 }
 
@@ -208,7 +266,14 @@ fn inputs(dir: &Path, hosts: u64) -> Vec<String> {
     )
     .unwrap();
     let mut files = vec![synth.display().to_string(), bad.display().to_string()];
-    for fixture in ["nmap.xml", "masscan.json", "masscan.xml", "zgrab2.jsonl", "shodan.jsonl", "censys.jsonl"] {
+    for fixture in [
+        "nmap.xml",
+        "masscan.json",
+        "masscan.xml",
+        "zgrab2.jsonl",
+        "shodan.jsonl",
+        "censys.jsonl",
+    ] {
         files.push(format!("{FIXTURES}/{fixture}"));
     }
     files
@@ -275,7 +340,11 @@ fn same_search(
             now: at,
         };
         let expected = reference.search(&req).unwrap();
-        assert_eq!(engine.search(&req).unwrap(), expected, "search {query} after {after:?}");
+        assert_eq!(
+            engine.search(&req).unwrap(),
+            expected,
+            "search {query} after {after:?}"
+        );
         let SearchOutcome::Page(page) = expected else {
             return seen;
         };
@@ -304,7 +373,12 @@ fn same_answers(reference: &EmbeddedIndex, engine: &ClickHouseIndex, at: Timesta
     .map(str::to_owned)
     .collect();
     // Queries from the data: a few hosts' addresses, networks and ASNs.
-    let sample = same_search(at, reference, engine, &periscope_query::parse("port:443").unwrap());
+    let sample = same_search(
+        at,
+        reference,
+        engine,
+        &periscope_query::parse("port:443").unwrap(),
+    );
     for ip in sample.iter().step_by(5).take(4) {
         queries.push(ip.to_string());
         if let IpAddr::V4(v4) = ip {
@@ -324,15 +398,25 @@ fn same_answers(reference: &EmbeddedIndex, engine: &ClickHouseIndex, at: Timesta
         found += seen.len();
         hosts.extend(seen.into_iter().take(3));
         if matches!(query, Query::Filter(_) | Query::Asn(_)) {
-            assert_eq!(engine.count(&query, at).unwrap(), reference.count(&query, at).unwrap(), "count {q}");
+            assert_eq!(
+                engine.count(&query, at).unwrap(),
+                reference.count(&query, at).unwrap(),
+                "count {q}"
+            );
             assert_eq!(
                 engine.exposure(&query, Resolution::Regional, at).unwrap(),
-                reference.exposure(&query, Resolution::Regional, at).unwrap(),
+                reference
+                    .exposure(&query, Resolution::Regional, at)
+                    .unwrap(),
                 "exposure {q}"
             );
         }
         if let Some(filter) = query.as_filter() {
-            assert_eq!(engine.facets(filter, at).unwrap(), reference.facets(filter, at).unwrap(), "facets {q}");
+            assert_eq!(
+                engine.facets(filter, at).unwrap(),
+                reference.facets(filter, at).unwrap(),
+                "facets {q}"
+            );
         }
     }
     for ip in hosts {
@@ -367,8 +451,14 @@ fn ingest_into_clickhouse_answers_as_the_embedded_store_with_the_same_report() {
     args.extend(ZGRAB2_PORTS);
     args.extend(files.iter().map(String::as_str));
     let remote = ok(&run(&args));
-    assert!(remote.contains("index:             ClickHouse at"), "{remote}");
-    assert!(local.contains("rejected lines (skipped"), "the bad lines are reported: {local}");
+    assert!(
+        remote.contains("index:             ClickHouse at"),
+        "{remote}"
+    );
+    assert!(
+        local.contains("rejected lines (skipped"),
+        "the bad lines are reported: {local}"
+    );
     assert_eq!(comparable(&remote), comparable(&local));
 
     let at = now();
@@ -384,13 +474,20 @@ fn ingest_into_clickhouse_answers_as_the_embedded_store_with_the_same_report() {
     // The configuration's [index] url is used when --index is not given.
     ok(&init(&cluster, "configured"));
     let config = dir.join("periscope.toml");
-    std::fs::write(&config, format!("[index]\nurl = \"{}\"\n", index_url(&cluster, "configured"))).unwrap();
+    std::fs::write(
+        &config,
+        format!("[index]\nurl = \"{}\"\n", index_url(&cluster, "configured")),
+    )
+    .unwrap();
     let mut args: Vec<&str> = vec!["ingest", "--config", config.to_str().unwrap()];
     args.extend(ZGRAB2_PORTS);
     args.extend(files.iter().map(String::as_str));
     let configured = ok(&run(&args));
     assert_eq!(comparable(&configured), comparable(&local));
-    assert_eq!(same_answers(&reference, &clickhouse(&cluster, "configured"), at), found);
+    assert_eq!(
+        same_answers(&reference, &clickhouse(&cluster, "configured"), at),
+        found
+    );
 }
 
 #[test]
@@ -418,7 +515,10 @@ fn ingest_stopped_by_a_clickhouse_outage_fails_clearly_and_a_rerun_completes_it(
     let mut log = String::new();
     loop {
         let mut line = String::new();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "no batch acknowledged: {log}");
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no batch acknowledged: {log}"
+        );
         log.push_str(&line);
         if line.starts_with("ingest: batch 1 acknowledged") {
             break;
@@ -429,11 +529,19 @@ fn ingest_stopped_by_a_clickhouse_outage_fails_clearly_and_a_rerun_completes_it(
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(2), "{log}{rest}");
-    let error = rest.lines().find(|l| l.starts_with("periscope: error:")).unwrap_or_else(|| panic!("{rest}"));
+    let error = rest
+        .lines()
+        .find(|l| l.starts_with("periscope: error:"))
+        .unwrap_or_else(|| panic!("{rest}"));
     assert!(
         error.contains("ingest stopped after")
-            && error.contains("they stay in ClickHouse; running the same command again completes the ingest")
-            && error.contains(&format!("writing to ClickHouse at {} (database scans)", cluster.urls()[0])),
+            && error.contains(
+                "they stay in ClickHouse; running the same command again completes the ingest"
+            )
+            && error.contains(&format!(
+                "writing to ClickHouse at {} (database scans)",
+                cluster.urls()[0]
+            )),
         "{error}"
     );
     let acknowledged: u64 = error
@@ -445,13 +553,22 @@ fn ingest_stopped_by_a_clickhouse_outage_fails_clearly_and_a_rerun_completes_it(
         .parse()
         .unwrap();
     let lines = std::fs::read_to_string(synth).unwrap().lines().count() as u64;
-    assert!((100..lines).contains(&acknowledged), "{acknowledged} of {lines}: {error}");
+    assert!(
+        (100..lines).contains(&acknowledged),
+        "{acknowledged} of {lines}: {error}"
+    );
 
     // The node the URL names stopped: it is named as unreachable.
     cluster.restart(1);
     cluster.stop(0);
     let err = failed(&run(&args));
-    assert!(err.contains(&format!("ClickHouse at {} cannot be reached", cluster.urls()[0])), "{err}");
+    assert!(
+        err.contains(&format!(
+            "ClickHouse at {} cannot be reached",
+            cluster.urls()[0]
+        )),
+        "{err}"
+    );
 
     // Back up: the same command completes the ingest, with the embedded answers.
     cluster.restart(0);
