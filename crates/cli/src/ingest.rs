@@ -22,6 +22,16 @@
 //! server applies them in one durable transaction each and acknowledges, and its next index
 //! refresh makes them searchable. The summary is the same, counted by the server.
 //!
+//! **Into ClickHouse:** with `--index clickhouse://…` (or `[index] url`), the store thread
+//! writes each batch with [`ClickHouseIndex::insert`] instead, after [`crate::clickhouse::connect`]
+//! checked that the database holds this build's schema version. The reader, its validation
+//! and the rejection report are the same. A batch is acknowledged (counted in the summary)
+//! when ClickHouse acknowledged the insert, synchronously on every shard; on an error the run
+//! stops, naming the server, and says how many observations were acknowledged before it.
+//! Running the same command again completes the ingest: a row written twice changes no
+//! answer, since the current observation of a service or name is chosen by the
+//! current-observation rule when reading, and an identical row is never counted twice.
+//!
 //! The pipeline is [`ingest_paths`], which returns the summary ([`IngestReport`]); the
 //! subcommand prints it, and `bench index` ingests its dataset through it too.
 
@@ -37,6 +47,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use periscope_clickhouse::{ClickHouseIndex, InsertSummary, Location};
 use periscope_index::durable::{BatchSummary, DurableStore, StoreError, StoreStats};
 use periscope_model::observation::{Observation, ScanStatus};
 use periscope_synth::{SynthConfig, SynthStats, write_dataset};
@@ -83,8 +94,13 @@ pub(crate) struct Args {
     files: Vec<PathBuf>,
     /// Data directory, created when missing; the store is DIR/scan.redb (overrides `data` of
     /// --config and PERISCOPE_DATA) [default: ./data].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "index")]
     data: Option<String>,
+    /// Write to the ClickHouse scan index at URL (clickhouse://HOST[:PORT]/DATABASE
+    /// [?cluster=NAME]) instead of the embedded store (overrides [index] url of --config and
+    /// PERISCOPE_INDEX_URL); its schema must exist (periscope clickhouse init).
+    #[arg(long, value_name = "URL")]
+    index: Option<String>,
     /// Observations per batch (one write transaction each), 1 to 1,000,000.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH, value_parser = parse_batch)]
     batch: usize,
@@ -185,6 +201,8 @@ impl ReadTally {
 #[derive(Debug, Default)]
 struct StoreTally {
     summary: BatchSummary,
+    /// What ClickHouse was given (a ClickHouse target).
+    written: InsertSummary,
     batches: u64,
     /// Time spent in `apply_batch` (or waiting for the server's acknowledgement).
     busy: Duration,
@@ -201,15 +219,28 @@ enum Target {
     Store(DurableStore),
     /// A running server holding the store, through its ingest socket.
     Server(ServerConnection),
+    /// A ClickHouse index.
+    ClickHouse(Location, ClickHouseIndex),
 }
 
 impl Target {
-    fn stats(&mut self) -> Result<StoreStats> {
+    /// The store's figures (none for ClickHouse, where counting would scan the tables).
+    fn stats(&mut self) -> Result<Option<StoreStats>> {
         match self {
-            Self::Store(store) => store.stats().map_err(store_error),
-            Self::Server(server) => server.stats(),
+            Self::Store(store) => store.stats().map(Some).map_err(store_error),
+            Self::Server(server) => server.stats().map(Some),
+            Self::ClickHouse(..) => Ok(None),
         }
     }
+}
+
+/// Where the batches went, for the summary.
+#[derive(Debug)]
+enum Where {
+    /// The store file, and the running server's ingest socket when they went through it.
+    Store(PathBuf, Option<PathBuf>),
+    /// A ClickHouse index.
+    ClickHouse(Location),
 }
 
 /// A batch on its way from the reader to the store thread.
@@ -246,11 +277,27 @@ type StoreResult = Result<(Target, StoreTally)>;
 
 /// Runs `periscope ingest`.
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
-    let config = args.enrich.load(args.data.as_deref())?;
+    let mut config = args.enrich.load(args.data.as_deref())?;
+    if let Some(url) = &args.index {
+        config.apply_flag("index.url", "--index", url)?;
+    }
+    if config.index.url.is_some() && args.data.is_some() {
+        return Err(anyhow!(
+            "--data names the embedded store, but the index is ClickHouse ([index] url or \
+             PERISCOPE_INDEX_URL): give one of them"
+        ));
+    }
     // The enrichment files are opened and checked before any input is read.
     let prepare = Prepare::open(&config)?;
-    let report = ingest_with(
-        &config.data,
+    let destination = match &config.index.url {
+        Some(_) => {
+            let (location, index) = crate::clickhouse::connect(&config)?;
+            Destination::ClickHouse(location, index)
+        }
+        None => Destination::Store(&config.data),
+    };
+    let report = ingest_to(
+        destination,
         &args.files,
         args.batch,
         args.log_batches,
@@ -293,7 +340,34 @@ pub(crate) fn ingest_with(
     batch: usize,
     log_batches: bool,
     import: &ImportArgs,
-    mut prepare: Prepare,
+    prepare: Prepare,
+) -> Result<IngestReport> {
+    ingest_to(
+        Destination::Store(data),
+        files,
+        batch,
+        log_batches,
+        import,
+        prepare,
+    )
+}
+
+/// Where `ingest` writes.
+pub(crate) enum Destination<'a> {
+    /// The embedded store in this data directory.
+    Store(&'a Path),
+    /// A ClickHouse index (its schema checked by [`crate::clickhouse::connect`]).
+    ClickHouse(Location, ClickHouseIndex),
+}
+
+/// [`ingest_with`] into `destination`.
+pub(crate) fn ingest_to(
+    destination: Destination<'_>,
+    files: &[PathBuf],
+    batch: usize,
+    log_batches: bool,
+    import: &ImportArgs,
+    prepare: Prepare,
 ) -> Result<IngestReport> {
     let started = Instant::now();
     // The importers' options are checked before anything is read.
@@ -323,6 +397,25 @@ pub(crate) fn ingest_with(
             }
         })
         .collect();
+    let data = match destination {
+        Destination::Store(data) => data,
+        Destination::ClickHouse(location, index) => {
+            let target = Target::ClickHouse(location.clone(), index);
+            return run_pipeline(
+                target,
+                Where::ClickHouse(location),
+                files,
+                &names,
+                total_bytes,
+                batch,
+                log_batches,
+                import,
+                &options,
+                prepare,
+                started,
+            );
+        }
+    };
     let store_path = data.join(STORE_FILE);
     let (target, socket) = match ServerConnection::connect(data)? {
         Some(server) => {
@@ -342,14 +435,47 @@ pub(crate) fn ingest_with(
             (Target::Store(store), None)
         }
     };
-    let remote = socket.is_some();
+    run_pipeline(
+        target,
+        Where::Store(store_path, socket),
+        files,
+        &names,
+        total_bytes,
+        batch,
+        log_batches,
+        import,
+        &options,
+        prepare,
+        started,
+    )
+}
 
+/// Runs the reader and the store thread from opened `target` to the summary.
+#[allow(clippy::too_many_arguments)]
+fn run_pipeline(
+    target: Target,
+    destination: Where,
+    files: &[PathBuf],
+    names: &Arc<[String]>,
+    total_bytes: Option<u64>,
+    batch: usize,
+    log_batches: bool,
+    import: &ImportArgs,
+    options: &periscope_import::Options,
+    mut prepare: Prepare,
+    started: Instant,
+) -> Result<IngestReport> {
+    let remote = matches!(target, Target::Server(_));
+    let kept_in = match &destination {
+        Where::ClickHouse(..) => "ClickHouse",
+        Where::Store(..) => "the store",
+    };
     let progress = Arc::new(Progress::default());
     let (batch_tx, batch_rx) = mpsc::sync_channel::<Batch>(1);
     let (spare_tx, spare_rx) = mpsc::sync_channel::<Batch>(2);
     let store_thread = {
         let progress = Arc::clone(&progress);
-        let names = Arc::clone(&names);
+        let names = Arc::clone(names);
         let log = log_batches;
         thread::Builder::new()
             .name("ingest-store".into())
@@ -360,11 +486,11 @@ pub(crate) fn ingest_with(
 
     let read = read_inputs(
         files,
-        &names,
+        names,
         batch,
         remote,
         import,
-        &options,
+        options,
         &mut prepare,
         &progress,
         &batch_tx,
@@ -377,8 +503,8 @@ pub(crate) fn ingest_with(
     reporter.stop();
     let stopped = || {
         format!(
-            "ingest stopped after {} observations in {} acknowledged batches (they stay in the \
-             store; running the same command again completes the ingest)",
+            "ingest stopped after {} observations in {} acknowledged batches (they stay in \
+             {kept_in}; running the same command again completes the ingest)",
             group(progress.acknowledged.load(Ordering::Relaxed)),
             group(progress.batches.load(Ordering::Relaxed)),
         )
@@ -394,8 +520,7 @@ pub(crate) fn ingest_with(
         read: tally,
         stored,
         stats,
-        store_path,
-        socket,
+        destination,
         enrich: prepare.stats().cloned(),
         seconds: started.elapsed().as_secs_f64(),
     })
@@ -642,6 +767,22 @@ fn apply_one(
         Target::Store(store) => store
             .apply_batch_drain(&mut batch.observations)
             .map_err(store_error),
+        Target::ClickHouse(location, index) => {
+            let written = index.insert(&batch.observations).with_context(|| {
+                format!(
+                    "writing to ClickHouse at {} (database {})",
+                    location.endpoint, location.database
+                )
+            })?;
+            let w = &mut tally.written;
+            w.services += written.services;
+            w.domain_scans += written.domain_scans;
+            w.ignored += written.ignored;
+            Ok(BatchSummary {
+                ignored: written.ignored,
+                ..BatchSummary::default()
+            })
+        }
         Target::Server(server) => {
             let applied = server.apply(&batch.lines)?;
             for Rejection {
@@ -801,10 +942,10 @@ pub(crate) struct IngestReport {
     batch: usize,
     read: ReadTally,
     stored: StoreTally,
-    stats: StoreStats,
-    store_path: PathBuf,
-    /// The running server's ingest socket, when the batches went through it.
-    socket: Option<PathBuf>,
+    /// The store's figures (not for ClickHouse).
+    stats: Option<StoreStats>,
+    /// Where the batches went.
+    destination: Where,
     /// What enrichment did, when a file was configured.
     enrich: Option<EnrichStats>,
     seconds: f64,
@@ -870,30 +1011,52 @@ impl IngestReport {
             group(r.domain),
             group(rate(r.observations(), self.seconds))
         )?;
-        writeln!(out, "applied:           {}", group(s.applied))?;
-        writeln!(out, "superseded:        {}", group(s.superseded))?;
-        writeln!(out, "ignored (failed):  {}", group(s.ignored))?;
-        writeln!(
-            out,
-            "records written:   {} hosts, {} domain scans",
-            group(s.hosts_written),
-            group(s.domain_scans_written)
-        )?;
-        writeln!(
-            out,
-            "store:             {}: {} hosts, {} domain names, {} MB",
-            self.store_path.display(),
-            group(self.stats.hosts),
-            group(self.stats.domain_scans),
-            megabytes(self.stats.file_bytes)
-        )?;
-        if let Some(socket) = &self.socket {
-            writeln!(
-                out,
-                "through:           the running server's ingest socket {} (searchable after \
-                 its next index refresh)",
-                socket.display()
-            )?;
+        match &self.destination {
+            Where::Store(store_path, socket) => {
+                writeln!(out, "applied:           {}", group(s.applied))?;
+                writeln!(out, "superseded:        {}", group(s.superseded))?;
+                writeln!(out, "ignored (failed):  {}", group(s.ignored))?;
+                writeln!(
+                    out,
+                    "records written:   {} hosts, {} domain scans",
+                    group(s.hosts_written),
+                    group(s.domain_scans_written)
+                )?;
+                if let Some(stats) = &self.stats {
+                    writeln!(
+                        out,
+                        "store:             {}: {} hosts, {} domain names, {} MB",
+                        store_path.display(),
+                        group(stats.hosts),
+                        group(stats.domain_scans),
+                        megabytes(stats.file_bytes)
+                    )?;
+                }
+                if let Some(socket) = socket {
+                    writeln!(
+                        out,
+                        "through:           the running server's ingest socket {} (searchable \
+                         after its next index refresh)",
+                        socket.display()
+                    )?;
+                }
+            }
+            Where::ClickHouse(location) => {
+                let w = &self.stored.written;
+                writeln!(
+                    out,
+                    "written:           {} service observations, {} domain scans (the current \
+                     one of each is chosen when reading)",
+                    group(w.services),
+                    group(w.domain_scans)
+                )?;
+                writeln!(out, "ignored (failed):  {}", group(w.ignored))?;
+                writeln!(
+                    out,
+                    "index:             ClickHouse at {}, database {} (cluster {})",
+                    location.endpoint, location.database, location.cluster
+                )?;
+            }
         }
         writeln!(
             out,

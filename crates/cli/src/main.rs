@@ -1,7 +1,7 @@
 //! The `periscope` binary: one executable whose subcommands drive the Periscope libraries.
 //!
 //! This file is glue: it parses the command line with clap and hands each subcommand to its
-//! module (`serve`, `admin`, `synth`, `ingest`, `convert`, `validate`, `bench`; `config` is the
+//! module (`serve`, `admin`, `synth`, `ingest`, `convert`, `validate`, `bench`, `clickhouse`; `config` is the
 //! configuration `serve` and `admin` read, `lines` the line reader `ingest` and `validate`
 //! share), which does the work through library APIs. Exit codes: 0 success, 1 a
 //! check failed (`validate` rejected lines), 2 the command could not run (bad arguments,
@@ -9,6 +9,7 @@
 
 mod admin;
 mod bench;
+mod clickhouse;
 mod config;
 mod convert;
 mod ingest;
@@ -56,6 +57,9 @@ enum Command {
     Admin(admin::Args),
     /// Run the sign-in service (OpenID Connect provider) alone, for a `serve` elsewhere.
     Signin(signin::Args),
+    /// Manage a ClickHouse scan index: create its schema, show its state.
+    #[command(subcommand)]
+    Clickhouse(clickhouse::Command),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
         Command::Bench(command) => bench::run(&command),
         Command::Admin(args) => admin::run(&args),
         Command::Signin(args) => signin::run(&args),
+        Command::Clickhouse(command) => clickhouse::run(&command),
     };
     match result {
         Ok(code) => code,
