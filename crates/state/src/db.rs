@@ -47,10 +47,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "audit_client",
         include_str!("../migrations/0004_audit_client.sql"),
     ),
+    (
+        5,
+        "shared_web",
+        include_str!("../migrations/0005_shared_web.sql"),
+    ),
 ];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i64 = 4;
+pub(crate) const SCHEMA_VERSION: i64 = 5;
 
 /// How long a statement waits for the SQLite write lock, or for a free pooled SQLite
 /// connection (a local file has no outage to report; waiting is back-pressure).

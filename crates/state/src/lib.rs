@@ -6,7 +6,10 @@
 //! charged exactly is explained on [`Charge`]); search cursors
 //! ([`State::take_cursor`]); audit records ([`AuditSink`]); and problem reports
 //! ([`State::submit_report`]); the web application's identities, browser sessions and sign-ins
-//! in flight ([`State::web_session`]). [`PlanSource`] and [`AuditSink`] are the seams where the search
+//! in flight ([`State::web_session`]), the result pages a session was shown
+//! ([`State::shown_page`]) and the create-key form tokens already sent
+//! ([`State::first_key_form_use`]) — so that several servers behind a load balancer answer a
+//! browser alike. [`PlanSource`] and [`AuditSink`] are the seams where the search
 //! service's tests put failing implementations.
 //!
 //! One [`State`] runs on SQLite (the default: `DATA/state.db`, created on first start) or on
@@ -21,7 +24,9 @@ mod cursors;
 mod db;
 mod error;
 pub mod files;
+mod key_forms;
 mod keys;
+mod pages;
 mod random;
 mod reports;
 mod seams;
@@ -45,10 +50,12 @@ pub use audit::{AuditEntry, AuditId, AuditRecord, Channel, Operation};
 pub use cursors::{CURSOR_LEN, CursorTake, CursorToken, DEFAULT_CURSOR_LIFETIME_SECS, NewCursor};
 pub use db::{Backend, DEFAULT_ACQUIRE_TIMEOUT};
 pub use error::{Result, StateError};
+pub use key_forms::{KEY_FORM_MEMORY_SECS, KEY_FORMS_PER_ACCOUNT};
 pub use keys::{
     API_KEY_LEN, ApiKey, KEY_NAME_MAX_CHARS, KEY_PREFIX_LEN, KeyId, KeyInfo, KeyOwner,
     is_well_formed_key,
 };
+pub use pages::{SHOWN_PAGE_LIFETIME_SECS, SHOWN_PAGES_PER_SESSION};
 pub use reports::{ProblemReport, REPORT_MAX_CHARS, ReportId, check_description};
 pub use seams::{AuditSink, BoxFuture, PlanSource};
 pub use web::{PendingSignIn, WebSession, WebSessionLookup};

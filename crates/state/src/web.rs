@@ -49,7 +49,7 @@ pub struct PendingSignIn {
     pub return_to: String,
 }
 
-fn digest(secret: &str) -> String {
+pub(crate) fn digest(secret: &str) -> String {
     Sha256::digest(secret.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -235,8 +235,9 @@ impl State {
             }))
     }
 
-    /// Deletes sessions idle for `idle_secs` or more and expired sign-ins in flight; returns
-    /// how many rows went.
+    /// Deletes sessions idle for `idle_secs` or more, expired sign-ins in flight, expired
+    /// result pages shown ([`crate::SHOWN_PAGE_LIFETIME_SECS`]) and expired create-key form
+    /// tokens ([`crate::KEY_FORM_MEMORY_SECS`]); returns how many rows went.
     pub async fn purge_web(&self, now: Timestamp, idle_secs: i64) -> Result<u64> {
         Ok(on_db!(&self.db, |pool| {
             let sessions = sqlx::query("DELETE FROM web_sessions WHERE last_seen_at <= $1")
@@ -249,7 +250,17 @@ impl State {
                 .execute(pool)
                 .await?
                 .rows_affected();
-            sessions + sign_ins
+            let pages = sqlx::query("DELETE FROM web_pages WHERE shown_at <= $1")
+                .bind(now.unix() - crate::SHOWN_PAGE_LIFETIME_SECS)
+                .execute(pool)
+                .await?
+                .rows_affected();
+            let forms = sqlx::query("DELETE FROM web_key_forms WHERE sent_at <= $1")
+                .bind(now.unix() - crate::KEY_FORM_MEMORY_SECS)
+                .execute(pool)
+                .await?
+                .rows_affected();
+            sessions + sign_ins + pages + forms
         }))
     }
 }

@@ -22,8 +22,8 @@
 //!   [`SearchService`] as the API with the signed-in account as caller (one shared allowance,
 //!   one charged search per new results page of 25 hosts), and answered with the prefixed form that
 //!   ran and the results: the host view for an exact IP, a host list of 25 otherwise with the
-//!   Selected host panel (`/app/host`, free), pages already shown kept in memory so that going
-//!   back costs nothing, the total (`/app/count`), Add filter (`/filter`) and Suggested Filters
+//!   Selected host panel (`/app/host`, free), pages already shown kept in the state database
+//!   (`web_pages`) so that going back costs nothing on any instance, the total (`/app/count`), Add filter (`/filter`) and Suggested Filters
 //!   (`/app/facets`); `/host?ip=…` is the free host view as a page.
 //!   [`Web::set_search`] gives the application its service; without one the page says the
 //!   search is temporarily unavailable.
@@ -38,6 +38,9 @@
 //!   public URL) and `/release-notes` (`docs/release-notes.md`), shown with or without a
 //!   session, and to `/report-a-problem` (stored for the administrator, no reply) and
 //!   `/api-access` (create a key shown once, list, revoke after a confirmation step).
+//! - Nothing a second instance behind a load balancer needs is kept in this process: sessions,
+//!   sign-ins in flight, pages already shown and the create-key form's one-time tokens are all
+//!   in the state database (`docs/state.md`, "Several servers").
 //! - Every state-changing form carries the session's CSRF token; every page carries the
 //!   preview banner of spec §5 and loads nothing from anywhere. [`mark_demo`] adds the demo's
 //!   "the data is synthetic" notice under it (`periscope serve --demo`).
@@ -182,9 +185,6 @@ struct Inner {
     secure: bool,
     idle_secs: i64,
     search: OnceLock<SearchService>,
-    /// Result pages this process has shown, per session (routes/search/cache.rs).
-    pages: routes::search::cache::PageCache,
-    key_forms: routes::keys::SentForms,
 }
 
 fn config_error(key: &'static str, why: impl Into<String>) -> WebError {
@@ -296,8 +296,6 @@ impl Web {
                 secure: public.scheme() == "https",
                 idle_secs: config.session_idle_secs,
                 search: OnceLock::new(),
-                pages: Default::default(),
-                key_forms: Default::default(),
             }),
         })
     }

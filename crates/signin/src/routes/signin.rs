@@ -105,8 +105,10 @@ pub(crate) async fn post(State(app): State<App>, request: Request) -> Response {
     };
     let key =
         EmailAddress::parse(typed).map_or_else(|_| typed.to_lowercase(), |a| a.key().to_owned());
-    if !app.limiter.admit(client, &key, now) {
-        return refuse("rate_limited");
+    match app.limiter.admit(&app.store, client, &key, now).await {
+        Ok(true) => {}
+        Ok(false) => return refuse("rate_limited"),
+        Err(e) => return Unavailable::from(e).into_response(),
     }
     let user = match app.store.user_by_email_key(&key).await {
         Ok(user) => user,
@@ -127,7 +129,9 @@ pub(crate) async fn post(State(app): State<App>, request: Request) -> Response {
     let user = match user {
         Some(user) if verified && user.confirmed_at.is_some() => user,
         other => {
-            app.limiter.failed(client, &key, now);
+            if let Err(e) = app.limiter.failed(&app.store, client, &key, now).await {
+                return Unavailable::from(e).into_response();
+            }
             return refuse(match other {
                 None => "unknown_address",
                 Some(u) if u.confirmed_at.is_none() => "not_confirmed",

@@ -6,6 +6,7 @@
 //! through [`on_db!`], and nothing here reads a clock: callers pass `now`.
 
 mod codes;
+mod failures;
 mod keys;
 mod sessions;
 mod users;
@@ -39,14 +40,21 @@ pub(crate) use on_db;
 
 /// The migrations, in order: (version, description, SQL). Released entries never change (their
 /// SHA-256 is recorded and checked); a schema change is a new entry and a new file.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "initial",
-    include_str!("../../migrations/0001_initial.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "initial",
+        include_str!("../../migrations/0001_initial.sql"),
+    ),
+    (
+        2,
+        "failures",
+        include_str!("../../migrations/0002_failures.sql"),
+    ),
+];
 
 /// The newest schema version this build knows.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 /// How long a statement waits for the SQLite write lock (a pooled connection is waited for
 /// `signin.database_acquire_timeout_ms`, given to [`Store::open`]).

@@ -253,6 +253,69 @@ async fn sign_in_failures_are_limited_per_account_and_per_client_with_one_messag
     .await;
 }
 
+/// Two instances on one database, as behind a load balancer: failures counted by one limit the
+/// other, so spreading guesses over the instances gains nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_failures_are_counted_over_every_instance() {
+    on_each_backend("rate_limits_shared", |fixture| async move {
+        let options = || Options {
+            attempts_per_address: 3,
+            attempts_per_client: 4,
+            client_ip_header: Some("x-forwarded-for".into()),
+            ..Options::default()
+        };
+        let one = Provider::start(&database(&fixture), options()).await;
+        let two = Provider::start(&database(&fixture), options()).await;
+        let erin = ("erin@example.com", "erin's long passphrase");
+        let frank = ("frank@example.com", "frank's long passphrase");
+        one.register_via_outbox(erin.0, "Erin AG", erin.1).await;
+        two.register_via_outbox(frank.0, "Frank AG", frank.1).await;
+        let refused = |page: &Page, what: &str| {
+            assert_eq!(page.status, 401, "{what}: {}", page.body);
+            assert!(
+                page.body.contains("Sign-in failed."),
+                "{what}: {}",
+                page.body
+            );
+        };
+        let instance = |i: usize| if i % 2 == 0 { &one } else { &two };
+
+        // Per account: three failures for erin, alternating instances and addresses...
+        for i in 0..3 {
+            let browser = Browser::behind_proxy(&format!("203.0.113.{i}"));
+            let page = try_sign_in(&browser, instance(i), erin.0, "wrong passphrase!").await;
+            refused(&page, "a wrong password");
+        }
+        // ...and the right password is refused by both.
+        let fourth = Browser::behind_proxy("203.0.113.9");
+        for provider in [&one, &two] {
+            let page = try_sign_in(&fourth, provider, erin.0, erin.1).await;
+            refused(&page, "erin after three failures over two instances");
+        }
+
+        // Per client address: four failures from one address over both instances...
+        let guesser = Browser::behind_proxy("192.0.2.66");
+        for i in 0..4 {
+            let email = format!("user{i}@example.com");
+            let page = try_sign_in(&guesser, instance(i), &email, "irrelevant pass").await;
+            refused(&page, "an unknown account");
+        }
+        // ...then frank's right password from that address is refused by both,
+        for provider in [&one, &two] {
+            let page = try_sign_in(&guesser, provider, frank.0, frank.1).await;
+            refused(&page, "frank from the guessing address");
+        }
+        // while from another address he signs in on either.
+        for provider in [&one, &two] {
+            let page = try_sign_in(&fourth, provider, frank.0, frank.1).await;
+            assert_eq!(page.status, 303, "{}", page.body);
+        }
+        one.signin.close().await;
+        two.signin.close().await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_session_ends_after_30_idle_minutes() {
     on_each_backend("idle_session", |fixture| async move {

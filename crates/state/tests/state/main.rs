@@ -10,5 +10,6 @@ mod cursors;
 mod harness;
 mod keys;
 mod open;
+mod shared_web;
 mod tls;
 mod web;

@@ -5,9 +5,6 @@
 //! shown again); `GET /api-access/keys/{id}/revoke` asks to confirm and
 //! `POST /api-access/keys/{id}/revoke` revokes, effective at the key's next request.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use axum::extract::{Form, Path, State as AxumState};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::Response;
@@ -29,35 +26,6 @@ pub(crate) struct CreateForm {
     form: String,
     #[serde(default)]
     name: String,
-}
-
-/// How long a create form's token is remembered (a day), and how many at most.
-const FORM_MEMORY_SECS: i64 = 86_400;
-const FORM_MEMORY_MAX: usize = 10_000;
-
-/// The create forms already sent to this instance: token → when.
-#[derive(Default)]
-pub(crate) struct SentForms(Mutex<HashMap<String, i64>>);
-
-impl SentForms {
-    /// Records `token` at `now`; false when it was sent before (within the memory).
-    fn first_use(&self, token: &str, now: i64) -> bool {
-        let mut sent = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        sent.retain(|_, at| now - *at < FORM_MEMORY_SECS);
-        if sent.contains_key(token) {
-            return false;
-        }
-        if sent.len() >= FORM_MEMORY_MAX
-            && let Some(oldest) = sent
-                .iter()
-                .min_by_key(|(_, at)| **at)
-                .map(|(t, _)| t.clone())
-        {
-            sent.remove(&oldest);
-        }
-        sent.insert(token.to_owned(), now);
-        true
-    }
 }
 
 /// Why a key name is refused, in words for the user (the state's rules: optional, trimmed, at
@@ -255,12 +223,22 @@ pub(crate) async fn create(
     if let Some(why) = name_refusal(&form.name) {
         return api_access_page(&web, &signed, refused(&why, &form.name)).await;
     }
-    if form.form.is_empty()
-        || !web
+    // The form's token is used once, whichever instance it reaches (the state database
+    // records it; of concurrent sendings exactly one goes through).
+    let first = if form.form.is_empty() {
+        false
+    } else {
+        match web
             .inner
-            .key_forms
-            .first_use(&form.form, web.inner.now().unix())
-    {
+            .state
+            .first_key_form_use(signed.account.id, &form.form, web.inner.now())
+            .await
+        {
+            Ok(first) => first,
+            Err(e) => return internal("cannot record the create-key form", &e),
+        }
+    };
+    if !first {
         let view = View {
             status: StatusCode::CONFLICT,
             notice: Some(

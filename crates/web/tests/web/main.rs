@@ -7,7 +7,9 @@
 //! a synthetic index; `browser` runs it in Chromium (playwright-core); `journey_browser` has
 //! Chromium itself register, confirm, sign in, search and sign out, with no session handed in;
 //! `globe` checks the Globe's exposure JSON and runs the Globe in Chromium; `account` checks the
-//! account menu, the public pages, problem reports and API keys (reqwest and Chromium). Every
+//! account menu, the public pages, problem reports and API keys (reqwest and Chromium);
+//! `instances` runs two instances of the application over one state database, as two servers
+//! behind a load balancer (pages already shown, create-key forms). Every
 //! test also checks that the secrets it saw never reached the log.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)] // Test code: a panic is the report.
@@ -15,6 +17,7 @@
 mod account;
 mod browser;
 mod globe;
+mod instances;
 mod interop;
 mod journey;
 mod journey_browser;

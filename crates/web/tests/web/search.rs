@@ -47,9 +47,14 @@ pub fn data() -> &'static Data {
 }
 
 pub fn service(fixture: &periscope_state::testing::Fixture) -> SearchService {
+    service_on(&fixture.state)
+}
+
+/// A search service over the test index and `state`.
+pub fn service_on(state: &periscope_state::State) -> SearchService {
     SearchService::builder(
         Arc::clone(&data().engine) as Arc<dyn ScanIndex>,
-        fixture.state.clone(),
+        state.clone(),
         Arc::new(FixedResolver::new()),
     )
     .clock(Arc::new(SystemClock))
@@ -68,7 +73,7 @@ fn bar(page: &Page) -> String {
         .replace("&amp;", "&")
 }
 
-fn rows(page: &Page) -> usize {
+pub(crate) fn rows(page: &Page) -> usize {
     page.body.matches("class=\"host-row\"").count()
 }
 
@@ -78,7 +83,7 @@ fn next_href(page: &Page) -> Option<String> {
     Some(page.body[at..at + end].replace("&amp;", "&"))
 }
 
-fn search_url(app: &App, q: &str) -> String {
+pub(crate) fn search_url(app: &App, q: &str) -> String {
     let q: String = url::form_urlencoded::byte_serialize(q.as_bytes()).collect();
     app.url(&format!("/?q={q}"))
 }
@@ -358,7 +363,7 @@ fn rich_host() -> Host {
         .expect("a host with location, WHOIS, domains and TLS evidence")
 }
 
-async fn signed_in(app: &App, email: &str) -> (Browser, String) {
+pub(crate) async fn signed_in(app: &App, email: &str) -> (Browser, String) {
     let browser = Browser::new();
     let password = "a long enough password 3";
     register_via_outbox(app, &browser, email, "Example Ltd", password).await;
@@ -387,14 +392,14 @@ pub(crate) async fn used(
         .map_or(0, |u| u.used)
 }
 
-fn href(page: &Page, rel: &str) -> Option<String> {
+pub(crate) fn href(page: &Page, rel: &str) -> Option<String> {
     let marker = format!("rel=\"{rel}\" href=\"");
     let at = page.body.find(&marker)? + marker.len();
     let end = page.body[at..].find('"')?;
     Some(page.body[at..at + end].replace("&amp;", "&"))
 }
 
-fn first_row_ip(page: &Page) -> String {
+pub(crate) fn first_row_ip(page: &Page) -> String {
     let at = page
         .body
         .find("class=\"host-row\" data-ip=\"")

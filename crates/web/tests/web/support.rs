@@ -252,6 +252,34 @@ impl App {
         }
     }
 
+    /// Another instance of the web application beside `first`, as a second `periscope serve`
+    /// behind a load balancer runs it: its own listener, clock and pool on the same state
+    /// database (`state`), signing in with `first`'s provider, searching through `search`
+    /// (a service of its own: its own gate, the same allowance). Nothing but the database is
+    /// shared with `first`.
+    pub async fn second_instance(first: &App, state: &State, search: Option<SearchService>) -> App {
+        capture_logs();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let issuer = format!("{}/auth", first.origin);
+        let config = WebConfig::new(&origin, &issuer, CLIENT_ID, CLIENT_SECRET);
+        let clock = Arc::new(ManualClock::new(real_now()));
+        let web = Web::new(config, state.clone(), clock.clone()).unwrap();
+        if let Some(search) = search {
+            assert!(web.set_search(search));
+        }
+        let outbox_dir = TempDir::new("web-outbox");
+        let server = serve(listener, web.router());
+        App {
+            origin,
+            web,
+            clock,
+            outbox: outbox_dir.path().join("outbox"),
+            _outbox_dir: outbox_dir,
+            server,
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.origin)
     }

@@ -438,12 +438,19 @@ pub(crate) async fn search_section(
     };
     let caller = caller(&signed.account, signed.client);
     let request_id = request_id();
-    let session = signed.session.csrf.as_str();
-    let now = web.inner.clock.now();
     if kind != QueryKind::Ip && params.page_given {
-        if let Some(shown) = web.inner.pages.get(session, &text, params.page, now) {
-            out.push_str(&results(&text, &query, &shown, params.page));
-            return (StatusCode::OK, out);
+        match cache::shown(web, signed, &text, params.page).await {
+            Ok(Some(shown)) => {
+                out.push_str(&shown);
+                return (StatusCode::OK, out);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the result pages shown");
+                let (status, html) =
+                    error_html(&ServiceError::Unavailable("state database".into()));
+                return (status, out + &html);
+            }
         }
         if params.page > 1 && params.cursor.is_none() {
             let (status, html) = expired(&text);
@@ -504,8 +511,9 @@ pub(crate) async fn search_section(
         next: answer.next_cursor.as_ref().map(|c| c.to_string()),
         resolution: answer.domain_resolution,
     };
-    out.push_str(&results(&text, &query, &shown, params.page));
-    web.inner.pages.put(session, &text, params.page, now, shown);
+    let rendered = results(&text, &query, &shown, params.page);
+    cache::remember(web, signed, &text, params.page, &rendered).await;
+    out.push_str(&rendered);
     (StatusCode::OK, out)
 }
 
