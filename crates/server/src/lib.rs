@@ -497,6 +497,12 @@ async fn browser_app(
         web_config.allowed_email_domains = config.web.allowed_email_domains.clone();
         let web = Web::new(web_config, state.clone(), clock)?;
         tracing::info!(issuer = %issuer, "the web application signs in with an external provider");
+        if config.signin.smtp_host.is_some() || config.signin.mail_from.is_some() {
+            tracing::warn!(
+                "[signin] mail settings are not used: web.issuer names an external provider, so \
+                 the embedded sign-in service (registration and its e-mail) is not mounted"
+            );
+        }
         return Ok((web, None));
     }
     let data = &config.data;
