@@ -187,4 +187,3 @@ fn announce(address: SocketAddr, public_url: &str, demo_key: Option<&str>) {
         );
     }
 }
-

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use periscope_api::{IndexGauge, IndexProbe};
-use periscope_clickhouse::{Client, ClickHouseIndex, Location};
+use periscope_clickhouse::{ClickHouseIndex, Client, Location};
 use periscope_index::IndexConfig;
 
 use crate::config::IndexSettings;

@@ -219,12 +219,7 @@ pub type OnBatch = Arc<dyn Fn(std::time::Duration) + Send + Sync>;
 
 /// Accepts ingest connections until the task is dropped; each is served on its own task
 /// (their batches are applied one at a time by the store's lock).
-pub async fn serve(
-    listener: UnixListener,
-    live: Arc<LiveIndex>,
-    clock: Clock,
-    on_batch: OnBatch,
-) {
+pub async fn serve(listener: UnixListener, live: Arc<LiveIndex>, clock: Clock, on_batch: OnBatch) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {

@@ -222,10 +222,11 @@ impl Server {
                     let probe = Arc::new(clickhouse::ClickHouseProbe::default());
                     {
                         let (probe, client) = (Arc::clone(&probe), client.clone());
-                        let first =
-                            tokio::task::spawn_blocking(move || probe.measure(&client.0, &client.1))
-                                .await
-                                .context("the index thread failed")?;
+                        let first = tokio::task::spawn_blocking(move || {
+                            probe.measure(&client.0, &client.1)
+                        })
+                        .await
+                        .context("the index thread failed")?;
                         if let Err(e) = first {
                             tracing::error!(error = %format!("{e:#}"),
                                 "the ClickHouse index does not answer yet (is the schema created: \
@@ -233,8 +234,7 @@ impl Server {
                                  until it does");
                         }
                     }
-                    let probe_task =
-                        tokio::spawn(Arc::clone(&probe).watch(client.0, client.1));
+                    let probe_task = tokio::spawn(Arc::clone(&probe).watch(client.0, client.1));
                     (
                         Engine::ClickHouse { probe_task },
                         Arc::new(index) as _,

@@ -29,9 +29,9 @@ use std::time::{Duration, Instant};
 use periscope_clickhouse::testing::{CLUSTER, Cluster};
 use periscope_clickhouse::{ClickHouseIndex, Location, schema};
 use periscope_index::IndexConfig;
-use periscope_service::{Clock as _, SystemClock};
 use periscope_server::lines::{ObservationLines, Parsed};
 use periscope_server::{Config, Options, RunningServer, Server};
+use periscope_service::{Clock as _, SystemClock};
 use periscope_state::{DailyLimit, Email, NewAccount, State};
 use periscope_synth::SynthConfig;
 use serde_json::Value;
@@ -134,7 +134,10 @@ async fn start(dir: &std::path::Path, node: &str, database_url: &str) -> Running
     config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     config.data = dir.to_owned();
     config.database_url = Some(database_url.to_owned());
-    let location = format!("clickhouse://{}/{DATABASE}", node.trim_start_matches("http://"));
+    let location = format!(
+        "clickhouse://{}/{DATABASE}",
+        node.trim_start_matches("http://")
+    );
     config.index.url = Some(Location::from_str(&location).unwrap());
     config.limits.searches_per_account = 64;
     config.limits.searches_total = 128;
@@ -154,7 +157,13 @@ async fn account(database_url: &str, email: &str, limit: DailyLimit) -> String {
 }
 
 /// One HTTP/1.1 exchange: (status, body as JSON).
-fn http(address: SocketAddr, method: &str, path: &str, key: Option<&str>, body: &str) -> (u16, Value) {
+fn http(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: &str,
+) -> (u16, Value) {
     let mut stream = TcpStream::connect(address).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
@@ -242,17 +251,27 @@ fn two_servers_share_cursors_and_the_daily_allowance_exactly() {
     ready_becomes(at_b, 200, "ready");
 
     // A cursor from A is honoured once by B, then refused by both.
-    let key = rt.block_on(account(&database_url, "cursor@scale.example", DailyLimit::Unlimited));
+    let key = rt.block_on(account(
+        &database_url,
+        "cursor@scale.example",
+        DailyLimit::Unlimited,
+    ));
     let (status, first) = search(at_a, &key, 5, None);
     assert_eq!(status, 200, "{first}");
     let page1 = addresses(&first);
     assert_eq!(page1.len(), 5, "{first}");
-    let cursor = first["next_cursor"].as_str().expect("more than 5 hosts match").to_owned();
+    let cursor = first["next_cursor"]
+        .as_str()
+        .expect("more than 5 hosts match")
+        .to_owned();
     let (status, second) = search(at_b, &key, 5, Some(&cursor));
     assert_eq!(status, 200, "{second}");
     let page2 = addresses(&second);
     assert!(!page2.is_empty(), "{second}");
-    assert!(page2.iter().all(|ip| !page1.contains(ip)), "{page1:?} {page2:?}");
+    assert!(
+        page2.iter().all(|ip| !page1.contains(ip)),
+        "{page1:?} {page2:?}"
+    );
     // The whole first ten hosts, in order, are what one server answers for limit 10.
     let (_, whole) = search(at_b, &key, 10, None);
     let expected: Vec<String> = page1.iter().chain(&page2).cloned().collect();
@@ -263,7 +282,11 @@ fn two_servers_share_cursors_and_the_daily_allowance_exactly() {
     }
 
     // A daily allowance of 10 under 40 concurrent searches alternating over A and B.
-    let key = rt.block_on(account(&database_url, "allowance@scale.example", DailyLimit::Limited(10)));
+    let key = rt.block_on(account(
+        &database_url,
+        "allowance@scale.example",
+        DailyLimit::Limited(10),
+    ));
     let outcomes: Vec<(u16, String)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..40)
             .map(|i| {
@@ -304,7 +327,11 @@ fn clickhouse_down_is_503_with_nothing_charged_and_serving_resumes() {
     let server = rt.block_on(start(&dir.join("a"), &cluster.urls()[0], &database_url));
     let at = server.address();
     ready_becomes(at, 200, "ready");
-    let key = rt.block_on(account(&database_url, "outage@scale.example", DailyLimit::Limited(10)));
+    let key = rt.block_on(account(
+        &database_url,
+        "outage@scale.example",
+        DailyLimit::Limited(10),
+    ));
     let (status, first) = search(at, &key, 2, None);
     assert_eq!(status, 200, "{first}");
     let cursor = first["next_cursor"].as_str().unwrap().to_owned();
@@ -314,9 +341,17 @@ fn clickhouse_down_is_503_with_nothing_charged_and_serving_resumes() {
     cluster.stop(1);
     ready_becomes(at, 503, "index_unavailable");
     let (status, body) = search(at, &key, 2, Some(&cursor));
-    assert_eq!((status, code(&body)), (503, "service_unavailable"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (503, "service_unavailable"),
+        "{body}"
+    );
     let (status, body) = search(at, &key, 2, None);
-    assert_eq!((status, code(&body)), (503, "service_unavailable"), "{body}");
+    assert_eq!(
+        (status, code(&body)),
+        (503, "service_unavailable"),
+        "{body}"
+    );
     assert_eq!(used(at, &key), 1, "a search that failed is not charged");
 
     // Back without restarting the server: the kept cursor is honoured, once.
@@ -324,7 +359,11 @@ fn clickhouse_down_is_503_with_nothing_charged_and_serving_resumes() {
     ready_becomes(at, 200, "ready");
     let (status, second) = search(at, &key, 2, Some(&cursor));
     assert_eq!(status, 200, "{second}");
-    assert!(addresses(&second).iter().all(|ip| !addresses(&first).contains(ip)));
+    assert!(
+        addresses(&second)
+            .iter()
+            .all(|ip| !addresses(&first).contains(ip))
+    );
     assert_eq!(used(at, &key), 2);
     let (status, replay) = search(at, &key, 2, Some(&cursor));
     assert_eq!((status, code(&replay)), (410, "cursor_gone"), "{replay}");
@@ -346,7 +385,10 @@ fn page(address: SocketAddr, path: &str, session: &str) -> (u16, String) {
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let status = response[9..12].parse().unwrap();
-    (status, response.split_once("\r\n\r\n").unwrap().1.to_owned())
+    (
+        status,
+        response.split_once("\r\n\r\n").unwrap().1.to_owned(),
+    )
 }
 
 fn href(body: &str, rel: &str) -> Option<String> {
@@ -380,14 +422,24 @@ fn previous_in_the_browser_works_across_two_servers() {
     let a = rt.block_on(start(&dir.join("a"), &urls[0], &database_url));
     let b = rt.block_on(start(&dir.join("b"), &urls[1], &database_url));
     let (at_a, at_b) = (a.address(), b.address());
-    let key = rt.block_on(account(&database_url, "browser@scale.example", DailyLimit::Limited(20)));
+    let key = rt.block_on(account(
+        &database_url,
+        "browser@scale.example",
+        DailyLimit::Limited(20),
+    ));
     let session = "scale-test-session-0123456789abcdef";
     rt.block_on(async {
         let state = State::open(&database_url).await.unwrap();
         let email = Email::parse("browser@scale.example").unwrap();
         let account = state.account_by_email(&email).await.unwrap().unwrap();
         state
-            .create_web_session(session, account.id, "csrf-scale-test", "", SystemClock.now())
+            .create_web_session(
+                session,
+                account.id,
+                "csrf-scale-test",
+                "",
+                SystemClock.now(),
+            )
             .await
             .unwrap();
         state.close().await;
@@ -402,7 +454,10 @@ fn previous_in_the_browser_works_across_two_servers() {
     let (status, second) = page(at_b, &next, session);
     assert_eq!(status, 200, "{second}");
     let page2 = row_ips(&second);
-    assert!(!page2.is_empty() && page2.iter().all(|ip| !page1.contains(ip)), "{second}");
+    assert!(
+        !page2.is_empty() && page2.iter().all(|ip| !page1.contains(ip)),
+        "{second}"
+    );
     assert_eq!(used(at_b, &key), 2, "the second page is one more search");
     let prev = href(&second, "prev").expect("a previous page");
     for address in [at_b, at_a] {
