@@ -130,10 +130,12 @@ fn cluster(root: &std::path::Path) -> Option<Cluster> {
 
 /// A server on `node` of the cluster and the PostgreSQL state database `database_url`.
 async fn start(dir: &std::path::Path, node: &str, database_url: &str) -> RunningServer {
-    let mut config = Config::default();
-    config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
-    config.data = dir.to_owned();
-    config.database_url = Some(database_url.to_owned());
+    let mut config = Config {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        data: dir.to_owned(),
+        database_url: Some(database_url.to_owned()),
+        ..Config::default()
+    };
     let location = format!(
         "clickhouse://{}/{DATABASE}",
         node.trim_start_matches("http://")
