@@ -84,36 +84,11 @@ fn location_of(config: &Config) -> Result<Location> {
     })
 }
 
-/// A client of the node at `location`, as the configuration says: the one place a
-/// ClickHouse client is built.
+/// A client of the node at `location`, as the configuration says (built by
+/// `periscope_server::clickhouse::client`, the one place that reads `[index]`'s TLS and
+/// credentials).
 pub(crate) fn client(settings: &IndexSettings, location: &Location) -> Result<Client> {
-    // TLS/credentials: ClientOptions from h15-final (CA file, user, password) are passed
-    // here. Until then a setting this client cannot honour is refused, never ignored.
-    if location.endpoint.starts_with("https://") {
-        bail!(
-            "{}: clickhouse+https is not supported by this build yet; use clickhouse:// (HTTP)",
-            location.endpoint
-        );
-    }
-    if let Some(user) = &location.user {
-        bail!(
-            "{}: the ClickHouse user {user:?} cannot be passed by this build yet; use the \
-             server's default user",
-            location.endpoint
-        );
-    }
-    if settings.ca_file.is_some() || settings.password()?.is_some() {
-        bail!(
-            "index.ca_file and the ClickHouse password are not supported by this build yet; \
-             unset them"
-        );
-    }
-    Client::new(&location.endpoint, settings.timeout).with_context(|| {
-        format!(
-            "cannot make a client of ClickHouse at {}",
-            location.endpoint
-        )
-    })
+    periscope_server::clickhouse::client(location, settings)
 }
 
 /// The engine over the index the configuration names, after checking that its database holds
@@ -133,7 +108,7 @@ pub(crate) fn connect(config: &Config) -> Result<(Location, ClickHouseIndex)> {
         ),
         other => bail!("{}", other.refusal(&location.endpoint, &location.database)),
     }
-    check_servers(&client, &location)?;
+    check_servers(&client, &location, &config.index)?;
     let index = ClickHouseIndex::with_client(client, &location.database, config.index_config())
         .with_context(|| format!("ClickHouse at {}", location.endpoint))?;
     Ok((location, index))
@@ -141,7 +116,17 @@ pub(crate) fn connect(config: &Config) -> Result<(Location, ClickHouseIndex)> {
 
 /// Checks, through `node`, that every server of the cluster records this build's schema
 /// version (so a database another release made on one shard is refused, not misread).
-fn check_servers(node: &Client, location: &Location) -> Result<()> {
+/// With a user in the URL, `remote()` is given the same credentials (a server checks them as
+/// it checks the HTTP interface's).
+fn check_servers(node: &Client, location: &Location, settings: &IndexSettings) -> Result<()> {
+    let credentials = match &location.user {
+        Some(user) => format!(
+            ", {}, {}",
+            sql::string(user),
+            sql::string(&settings.password()?.unwrap_or_default())
+        ),
+        None => String::new(),
+    };
     let db = sql::identifier(&location.database).ok_or_else(|| {
         anyhow!(
             "{:?} is not a valid ClickHouse database name",
@@ -160,7 +145,8 @@ fn check_servers(node: &Client, location: &Location) -> Result<()> {
     for (_, server) in servers {
         let answer = node
             .execute(&format!(
-                "SELECT toString(version) FROM remote({}, {db}, schema_version) FORMAT TabSeparated",
+                "SELECT toString(version) FROM remote({}, {db}, schema_version{credentials}) \
+                 FORMAT TabSeparated",
                 sql::string(&server)
             ))
             .with_context(|| {

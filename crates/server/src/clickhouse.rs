@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use periscope_api::{IndexGauge, IndexProbe};
+use periscope_clickhouse::client::ClientOptions;
 use periscope_clickhouse::{ClickHouseIndex, Client, Location};
 use periscope_index::IndexConfig;
 
@@ -36,30 +37,34 @@ pub fn connect(
     settings: &IndexSettings,
     config: IndexConfig,
 ) -> Result<(ClickHouseIndex, Client)> {
-    // TLS/credentials: ClientOptions from h15-final. Until the client takes a CA file and
-    // credentials, a setting that needs them is refused rather than ignored.
-    if location.endpoint.starts_with("https://") {
-        return Err(anyhow!(
-            "[index] url {location} asks for TLS, which this build's ClickHouse client does not \
-             speak yet; use clickhouse:// on a trusted network"
-        ));
-    }
-    let password = settings.password()?;
-    let unsupported = [
-        (location.user.is_some(), "a user in [index] url"),
-        (settings.ca_file.is_some(), "[index] ca_file"),
-        (password.is_some(), "a ClickHouse password"),
-    ];
-    if let Some((_, what)) = unsupported.iter().find(|(set, _)| *set) {
-        return Err(anyhow!(
-            "{what} is set, but this build's ClickHouse client does not send credentials or \
-             trust extra CAs yet; remove it"
-        ));
-    }
-    let client = Client::new(&location.endpoint, settings.timeout)?;
-    let probe = Client::new(&location.endpoint, settings.timeout.min(PROBE_TIMEOUT))?;
+    let client = client(location, settings)?;
+    let probe = client_with_timeout(location, settings, settings.timeout.min(PROBE_TIMEOUT))?;
     let index = ClickHouseIndex::with_client(client, &location.database, config)?;
     Ok((index, probe))
+}
+
+/// A client of the node `location` names, as `[index]` says: each statement bounded by
+/// `timeout`, an `https` endpoint trusting the platform's roots plus `ca_file`, the URL's user
+/// with the password from `PERISCOPE_INDEX_PASSWORD` or `password_file`. The one place a
+/// ClickHouse client is built from the configuration (`serve`, `ingest`, `clickhouse init`).
+pub fn client_with_timeout(
+    location: &Location,
+    settings: &IndexSettings,
+    timeout: Duration,
+) -> Result<Client> {
+    let options = ClientOptions {
+        timeout,
+        ca_file: settings.ca_file.clone(),
+        user: location.user.clone(),
+        password: settings.password()?,
+    };
+    Client::with_options(&location.endpoint, &options)
+        .map_err(|e| anyhow!("[index] url {location}: {e}"))
+}
+
+/// [`client_with_timeout`] with `[index] timeout_ms`.
+pub fn client(location: &Location, settings: &IndexSettings) -> Result<Client> {
+    client_with_timeout(location, settings, settings.timeout)
 }
 
 /// `/readyz` and `/metrics` over a ClickHouse index: the last probe's answer.
