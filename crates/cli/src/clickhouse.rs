@@ -23,7 +23,7 @@ use crate::synth::group;
 /// `periscope clickhouse …`.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Command {
-    /// Create the scan index's tables (schema version 1) on every node of the cluster: local
+    /// Create the scan index's tables (this build's schema version) on every node of the cluster: local
     /// tables on each node, Distributed tables over the cluster. Idempotent: a second run
     /// changes nothing and says so. A database at another schema version is refused.
     Init(Args),
@@ -42,14 +42,14 @@ pub(crate) enum Command {
     docs/configuration.md ([index]) and docs/ingest.md."
 )]
 pub(crate) struct Args {
-    /// The ClickHouse index (overrides [index] url and PERISCOPE_INDEX_URL).
+    /// The ClickHouse index (overrides index.url of --config and PERISCOPE_INDEX_URL).
     #[arg(long, value_name = "URL")]
     index: Option<String>,
-    /// Another server of the cluster, as clickhouse://HOST[:PORT] (the database and cluster
+    /// Another server of the cluster, as clickhouse://HOST:PORT (the database and cluster
     /// are the index URL's); once per server.
     #[arg(long = "node", value_name = "URL")]
     nodes: Vec<String>,
-    /// Configuration file (TOML) whose [index] section names the index; see
+    /// Configuration file (TOML) whose index.url names the index; see
     /// docs/configuration.md.
     #[arg(long, value_name = "FILE", env = CONFIG_FILE_ENV)]
     config: Option<PathBuf>,

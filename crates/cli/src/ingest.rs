@@ -96,8 +96,8 @@ pub(crate) struct Args {
     /// --config and PERISCOPE_DATA) [default: ./data].
     #[arg(long, value_name = "DIR", conflicts_with = "index")]
     data: Option<String>,
-    /// Write to the ClickHouse scan index at URL (clickhouse://HOST[:PORT]/DATABASE
-    /// [?cluster=NAME]) instead of the embedded store (overrides [index] url of --config and
+    /// Write to the ClickHouse scan index at URL (clickhouse://HOST:PORT/DATABASE, optionally
+    /// ?cluster=NAME) instead of the embedded store (overrides index.url of --config and
     /// PERISCOPE_INDEX_URL); its schema must exist (periscope clickhouse init).
     #[arg(long, value_name = "URL")]
     index: Option<String>,

@@ -4,7 +4,7 @@
 //! setting stops start-up with a message naming the key, where the value came from and what
 //! was expected.
 //!
-//! Every key is one row of [`KEYS`]: its section and name (which give the environment variable,
+//! Every key is one row of `KEYS`: its section and name (which give the environment variable,
 //! `PERISCOPE_` + section + name in upper case joined with `_`), what it expects, and how it is
 //! stored. The file is read with `toml`'s spanned document parser, so an unknown key or a bad
 //! value is reported with its line. [`Config::load`] takes the environment as a lookup function
