@@ -234,14 +234,39 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// What every test here starts from: a runtime, its scratch directory, a fresh PostgreSQL
+/// database and a two-shard cluster holding the synthetic hosts.
+struct Setup {
+    rt: tokio::runtime::Runtime,
+    dir: PathBuf,
+    database_url: String,
+    cluster: Cluster,
+}
+
+/// [`Setup`] for `test`, or `None` (after saying so) when PostgreSQL or ClickHouse is missing
+/// outside CI.
+fn setup(test: &str) -> Option<Setup> {
+    let rt = runtime();
+    let dir = scratch(test);
+    let database_url = rt.block_on(postgres(test))?;
+    let cluster = cluster(&dir)?;
+    Some(Setup {
+        rt,
+        dir,
+        database_url,
+        cluster,
+    })
+}
+
 #[test]
 fn two_servers_share_cursors_and_the_daily_allowance_exactly() {
-    let rt = runtime();
-    let dir = scratch("two_servers");
-    let Some(database_url) = rt.block_on(postgres("two_servers")) else {
-        return;
-    };
-    let Some(cluster) = cluster(&dir) else {
+    let Some(Setup {
+        rt,
+        dir,
+        database_url,
+        cluster,
+    }) = setup("two_servers")
+    else {
         return;
     };
     let urls = cluster.urls();
@@ -318,12 +343,13 @@ fn two_servers_share_cursors_and_the_daily_allowance_exactly() {
 
 #[test]
 fn clickhouse_down_is_503_with_nothing_charged_and_serving_resumes() {
-    let rt = runtime();
-    let dir = scratch("outage");
-    let Some(database_url) = rt.block_on(postgres("outage")) else {
-        return;
-    };
-    let Some(mut cluster) = cluster(&dir) else {
+    let Some(Setup {
+        rt,
+        dir,
+        database_url,
+        mut cluster,
+    }) = setup("outage")
+    else {
         return;
     };
     let server = rt.block_on(start(&dir.join("a"), &cluster.urls()[0], &database_url));
@@ -412,12 +438,13 @@ fn row_ips(body: &str) -> Vec<String> {
 
 #[test]
 fn previous_in_the_browser_works_across_two_servers() {
-    let rt = runtime();
-    let dir = scratch("browser");
-    let Some(database_url) = rt.block_on(postgres("browser")) else {
-        return;
-    };
-    let Some(cluster) = cluster(&dir) else {
+    let Some(Setup {
+        rt,
+        dir,
+        database_url,
+        cluster,
+    }) = setup("browser")
+    else {
         return;
     };
     let urls = cluster.urls();
