@@ -1,8 +1,8 @@
 //! `periscope clickhouse`: the operator's commands for a ClickHouse scan index — `init`
 //! creates the versioned schema on every node of the cluster (idempotent), `status` prints
 //! the schema version, the cluster's shards and row counts — and [`connect`], the one place
-//! a ClickHouse client is built from the configuration (`ingest --index` and, later, `serve`
-//! use it).
+//! a ClickHouse index is opened for writing (`ingest --index`; `serve` opens it through
+//! `periscope-server`, with the same schema check).
 //!
 //! The index is named by `--index URL` or `[index] url` / `PERISCOPE_INDEX_URL`
 //! (`clickhouse://[USER@]HOST[:PORT]/DATABASE[?cluster=NAME]`, see
@@ -15,7 +15,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
-use periscope_clickhouse::{ClickHouseIndex, Client, Location, SCHEMA_VERSION, schema, sql};
+use periscope_clickhouse::{ClickHouseIndex, Client, Location, SCHEMA_VERSION, schema};
+use periscope_server::clickhouse::{
+    NodeSchema, check_schema, cluster_servers, expected_tables, node_schema,
+};
 
 use crate::config::{CONFIG_FILE_ENV, Config, IndexSettings, process_env};
 use crate::synth::group;
@@ -92,200 +95,15 @@ pub(crate) fn client(settings: &IndexSettings, location: &Location) -> Result<Cl
 }
 
 /// The engine over the index the configuration names, after checking that its database holds
-/// this build's schema version (on the node named). `serve` and `ingest` use it.
+/// this build's schema version on every server of the cluster
+/// (`periscope_server::clickhouse::check_schema`). `ingest` uses it.
 pub(crate) fn connect(config: &Config) -> Result<(Location, ClickHouseIndex)> {
     let location = location_of(config)?;
     let client = client(&config.index, &location)?;
-    let expected = expected_tables(&location.database, &location.cluster);
-    match node_schema(&client, &location.database, &expected)? {
-        NodeSchema::Current { missing } if missing.is_empty() => {}
-        NodeSchema::Current { missing } => bail!(
-            "ClickHouse at {}: database {} lacks tables {} of schema version {SCHEMA_VERSION}: \
-             run periscope clickhouse init",
-            location.endpoint,
-            location.database,
-            missing.join(", ")
-        ),
-        other => bail!("{}", other.refusal(&location.endpoint, &location.database)),
-    }
-    check_servers(&client, &location, &config.index)?;
+    check_schema(&client, &location, &config.index)?;
     let index = ClickHouseIndex::with_client(client, &location.database, config.index_config())
         .with_context(|| format!("ClickHouse at {}", location.endpoint))?;
     Ok((location, index))
-}
-
-/// Checks, through `node`, that every server of the cluster records this build's schema
-/// version (so a database another release made on one shard is refused, not misread).
-/// With a user in the URL, `remote()` is given the same credentials (a server checks them as
-/// it checks the HTTP interface's).
-fn check_servers(node: &Client, location: &Location, settings: &IndexSettings) -> Result<()> {
-    let credentials = match &location.user {
-        Some(user) => format!(
-            ", {}, {}",
-            sql::string(user),
-            sql::string(&settings.password()?.unwrap_or_default())
-        ),
-        None => String::new(),
-    };
-    let db = sql::identifier(&location.database).ok_or_else(|| {
-        anyhow!(
-            "{:?} is not a valid ClickHouse database name",
-            location.database
-        )
-    })?;
-    let servers = cluster_servers(node, &location.cluster)?;
-    if servers.is_empty() {
-        bail!(
-            "ClickHouse at {} has no cluster named {} in its remote_servers: the index's \
-             Distributed tables span it",
-            location.endpoint,
-            location.cluster
-        );
-    }
-    for (_, server) in servers {
-        let answer = node
-            .execute(&format!(
-                "SELECT toString(version) FROM remote({}, {db}, schema_version{credentials}) \
-                 FORMAT TabSeparated",
-                sql::string(&server)
-            ))
-            .with_context(|| {
-                format!(
-                    "checking the schema version on {server}, server of cluster {} (through \
-                     ClickHouse at {}); is it up, and was periscope clickhouse init run with \
-                     every node?",
-                    location.cluster, location.endpoint
-                )
-            })?;
-        let versions: Vec<&str> = answer.lines().collect();
-        if versions != [SCHEMA_VERSION.to_string().as_str()] {
-            let found = NodeSchema::Other(versions.join(","));
-            bail!("{}", found.refusal(&server, &location.database));
-        }
-    }
-    Ok(())
-}
-
-/// What a node's database holds.
-#[derive(Debug)]
-enum NodeSchema {
-    /// No Periscope table (maybe no database).
-    Absent,
-    /// This build's version; `missing` are the tables of the schema not (yet) there.
-    Current { missing: Vec<String> },
-    /// Another version (recorded in `schema_version`).
-    Other(String),
-    /// Tables without a version this build can read.
-    Unknown(String),
-}
-
-impl NodeSchema {
-    /// Why a command refuses the database.
-    fn refusal(&self, url: &str, db: &str) -> String {
-        match self {
-            Self::Absent => format!(
-                "ClickHouse at {url}: database {db} holds no Periscope tables: run periscope \
-                 clickhouse init (with every node of the cluster)"
-            ),
-            Self::Current { missing } => format!(
-                "ClickHouse at {url}: database {db} lacks {} of schema version {SCHEMA_VERSION}",
-                missing.join(", ")
-            ),
-            Self::Other(found) => {
-                let newer = found.parse::<u32>().is_ok_and(|v| v > SCHEMA_VERSION);
-                format!(
-                    "ClickHouse at {url}: database {db} holds schema version {found}, this build \
-                     reads and writes version {SCHEMA_VERSION}{}; it is not read as another \
-                     version: use the Periscope release that made it, or another database \
-                     (init a new one and ingest again)",
-                    if newer {
-                        " (a newer Periscope made it)"
-                    } else {
-                        ""
-                    }
-                )
-            }
-            Self::Unknown(what) => format!(
-                "ClickHouse at {url}: database {db} holds {what}, not a schema version this \
-                 build knows; choose another database"
-            ),
-        }
-    }
-}
-
-/// The tables [`schema::statements`] creates, by name.
-fn expected_tables(db: &str, cluster: &str) -> Vec<String> {
-    let prefix = format!("CREATE TABLE IF NOT EXISTS {db}.");
-    schema::statements(db, cluster)
-        .iter()
-        .filter_map(|s| s.strip_prefix(&prefix))
-        .filter_map(|rest| rest.split([' ', '(']).next())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Reads what `db` holds on `node`, without changing anything.
-fn node_schema(node: &Client, db: &str, expected: &[String]) -> Result<NodeSchema> {
-    let ident = sql::identifier(db).ok_or_else(|| {
-        anyhow!("{db:?} is not a valid ClickHouse database name (lowercase letters, digits, _)")
-    })?;
-    let tables: BTreeSet<String> = node
-        .execute(&format!(
-            "SELECT name FROM system.tables WHERE database = {} FORMAT TabSeparated",
-            sql::string(ident)
-        ))
-        .with_context(|| format!("reading the tables of {db} at {}", node.url()))?
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    let missing: Vec<String> = expected
-        .iter()
-        .filter(|t| !tables.contains(*t))
-        .cloned()
-        .collect();
-    let others: Vec<&String> = tables.iter().filter(|t| !expected.contains(t)).collect();
-    if !tables.contains("schema_version") {
-        return Ok(if tables.is_empty() {
-            NodeSchema::Absent
-        } else {
-            NodeSchema::Unknown(format!(
-                "tables without a schema_version table ({})",
-                tables.iter().cloned().collect::<Vec<_>>().join(", ")
-            ))
-        });
-    }
-    let answer = node
-        .execute(&format!(
-            "SELECT toString(version) FROM {ident}.schema_version FORMAT TabSeparated"
-        ))
-        .with_context(|| format!("reading {db}.schema_version at {}", node.url()))?;
-    let versions: Vec<&str> = answer.lines().collect();
-    match versions.as_slice() {
-        // `init` stopped between making the version table and recording the version.
-        [] if tables.len() == 1 => Ok(NodeSchema::Absent),
-        [] => Ok(NodeSchema::Unknown(
-            "tables and an empty schema_version table".into(),
-        )),
-        [v] if *v == SCHEMA_VERSION.to_string() => {
-            if others.is_empty() {
-                Ok(NodeSchema::Current { missing })
-            } else {
-                Ok(NodeSchema::Unknown(format!(
-                    "tables that schema version {SCHEMA_VERSION} does not have ({})",
-                    others
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )))
-            }
-        }
-        [v] => Ok(NodeSchema::Other((*v).to_owned())),
-        many => Ok(NodeSchema::Unknown(format!(
-            "several schema versions ({})",
-            many.join(", ")
-        ))),
-    }
 }
 
 /// The index location, the location of each node (the index's first), and a client of each.
@@ -335,33 +153,6 @@ fn node_location(node: &str, index: &Location) -> Result<Location> {
         );
     }
     Ok(parsed)
-}
-
-/// The servers of `cluster` as `node`'s `system.clusters` lists them: (shard, host:port).
-fn cluster_servers(node: &Client, cluster: &str) -> Result<Vec<(u32, String)>> {
-    let rows = node
-        .rows(&format!(
-            "SELECT shard_num, host_name, port FROM system.clusters WHERE cluster = {} \
-             ORDER BY shard_num, replica_num FORMAT TabSeparated",
-            sql::string(cluster)
-        ))
-        .with_context(|| format!("reading system.clusters at {}", node.url()))?;
-    rows.iter()
-        .map(|row| match row.as_slice() {
-            [shard, host, port] => {
-                let text = |f: &[u8]| String::from_utf8_lossy(f).into_owned();
-                let shard = text(shard)
-                    .parse()
-                    .map_err(|_| anyhow!("system.clusters at {}: a shard number", node.url()))?;
-                Ok((shard, format!("{}:{}", text(host), text(port))))
-            }
-            _ => Err(anyhow!(
-                "system.clusters at {}: a row of {} fields",
-                node.url(),
-                row.len()
-            )),
-        })
-        .collect()
 }
 
 /// Checks that `cluster` is defined on every node given and has as many servers as were

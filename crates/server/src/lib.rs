@@ -208,33 +208,35 @@ impl Server {
                 }
                 Some(location) => {
                     let (location, settings) = (location.clone(), config.index.clone());
-                    let (index, client) = tokio::task::spawn_blocking(move || {
-                        clickhouse::connect(&location, &settings, index_config)
-                            .map(|(index, client)| (index, client, location))
+                    let (index, client, location, checked) = tokio::task::spawn_blocking(move || {
+                        let (index, client) =
+                            clickhouse::connect(&location, &settings, index_config)?;
+                        let checked = clickhouse::check_schema(&client, &location, &settings);
+                        anyhow::Ok((index, client, location, checked))
                     })
                     .await
                     .context("the index thread failed")?
-                    .map(|(index, client, location)| {
-                        tracing::info!(index = %location, "the scan index is ClickHouse");
-                        (index, (client, location.database))
-                    })
                     .context("cannot set up the ClickHouse index")?;
-                    let probe = Arc::new(clickhouse::ClickHouseProbe::default());
-                    {
-                        let (probe, client) = (Arc::clone(&probe), client.clone());
-                        let first = tokio::task::spawn_blocking(move || {
-                            probe.measure(&client.0, &client.1)
-                        })
-                        .await
-                        .context("the index thread failed")?;
-                        if let Err(e) = first {
-                            tracing::error!(error = %format!("{e:#}"),
-                                "the ClickHouse index does not answer yet (is the schema created: \
-                                 `periscope clickhouse init`?); /readyz says index_unavailable \
-                                 until it does");
-                        }
+                    if let Err(e @ clickhouse::SchemaCheckError::Refused(_)) = checked {
+                        return Err(
+                            anyhow::Error::new(e).context("refusing to serve the ClickHouse index")
+                        );
                     }
-                    let probe_task = tokio::spawn(Arc::clone(&probe).watch(client.0, client.1));
+                    tracing::info!(index = %location, "the scan index is ClickHouse");
+                    let probe = Arc::new(clickhouse::ClickHouseProbe::default());
+                    let first = {
+                        let (probe, client, location) =
+                            (Arc::clone(&probe), client.clone(), location.clone());
+                        tokio::task::spawn_blocking(move || probe.measure(&client, &location))
+                            .await
+                            .context("the index thread failed")?
+                    };
+                    if let Err(e) = checked.map_err(anyhow::Error::new).and(first) {
+                        tracing::error!(error = %format!("{e:#}"),
+                            "the ClickHouse index cannot be used yet; /readyz says \
+                             index_unavailable until it can");
+                    }
+                    let probe_task = tokio::spawn(Arc::clone(&probe).watch(client, location));
                     (
                         Engine::ClickHouse { probe_task },
                         Arc::new(index) as _,

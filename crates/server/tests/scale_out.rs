@@ -15,6 +15,11 @@
 //!   503 `service_unavailable` with nothing charged and its cursor kept; once the shard is
 //!   back the server answers again (no restart) and the kept cursor is honoured.
 //!
+//! - The schema: a server started before `periscope clickhouse init` has run answers
+//!   `/readyz` 503 until it has, then 200 (no restart); a database recording another schema
+//!   version is refused at start, and one that comes to record another version while a
+//!   server runs makes `/readyz` 503 (it is never read as this version).
+//!
 //! Without clickhouse-server or PostgreSQL the tests say SKIPPED (and fail under `CI=true`).
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
@@ -130,6 +135,16 @@ fn cluster(root: &std::path::Path) -> Option<Cluster> {
 
 /// A server on `node` of the cluster and the PostgreSQL state database `database_url`.
 async fn start(dir: &std::path::Path, node: &str, database_url: &str) -> RunningServer {
+    start_on(dir, node, DATABASE, database_url).await.unwrap()
+}
+
+/// A server on ClickHouse database `database` through `node`, or why it would not start.
+async fn start_on(
+    dir: &std::path::Path,
+    node: &str,
+    database: &str,
+    database_url: &str,
+) -> anyhow::Result<RunningServer> {
     let mut config = Config {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         data: dir.to_owned(),
@@ -137,13 +152,13 @@ async fn start(dir: &std::path::Path, node: &str, database_url: &str) -> Running
         ..Config::default()
     };
     let location = format!(
-        "clickhouse://{}/{DATABASE}",
+        "clickhouse://{}/{database}",
         node.trim_start_matches("http://")
     );
     config.index.url = Some(Location::from_str(&location).unwrap());
     config.limits.searches_per_account = 64;
     config.limits.searches_total = 128;
-    Server::start(config, Options::default()).await.unwrap()
+    Server::start(config, Options::default()).await
 }
 
 /// A new account with `limit` and its key.
@@ -500,4 +515,66 @@ fn previous_in_the_browser_works_across_two_servers() {
         a.shutdown().await.unwrap();
         b.shutdown().await.unwrap();
     });
+}
+
+/// Records `version` as the schema version of `database` on every node of the cluster.
+fn record_version(cluster: &Cluster, database: &str, version: u32) {
+    for node in cluster.clients() {
+        node.execute(&format!("CREATE DATABASE IF NOT EXISTS {database}"))
+            .unwrap();
+        node.execute(&format!("DROP TABLE IF EXISTS {database}.schema_version"))
+            .unwrap();
+        node.execute(&format!(
+            "CREATE TABLE {database}.schema_version (version UInt32) ENGINE = TinyLog"
+        ))
+        .unwrap();
+        node.execute(&format!(
+            "INSERT INTO {database}.schema_version VALUES ({version})"
+        ))
+        .unwrap();
+    }
+}
+
+#[test]
+fn serving_waits_for_the_schema_and_refuses_another_version() {
+    let Some(Setup {
+        rt,
+        dir,
+        database_url,
+        cluster,
+    }) = setup("schema")
+    else {
+        return;
+    };
+    let node = &cluster.urls()[0];
+
+    // Started before init: not ready until the schema is there, then ready without a restart.
+    let server = rt
+        .block_on(start_on(&dir.join("a"), node, "later", &database_url))
+        .unwrap();
+    let at = server.address();
+    ready_becomes(at, 503, "index_unavailable");
+    schema::init(&cluster.clients(), "later", CLUSTER).unwrap();
+    ready_becomes(at, 200, "ready");
+
+    // The database comes to record another version while the server runs: never read as
+    // this one.
+    let other = schema::SCHEMA_VERSION + 1;
+    record_version(&cluster, "later", other);
+    ready_becomes(at, 503, "index_unavailable");
+    rt.block_on(server.shutdown()).unwrap();
+
+    // A database at another version is refused at start, naming both versions.
+    let older = schema::SCHEMA_VERSION - 1;
+    record_version(&cluster, "older", older);
+    let refused = rt
+        .block_on(start_on(&dir.join("b"), node, "older", &database_url))
+        .err()
+        .expect("a server on another schema version must not start");
+    let message = format!("{refused:#}");
+    assert!(
+        message.contains(&format!("schema version {older}"))
+            && message.contains(&format!("version {}", schema::SCHEMA_VERSION)),
+        "{message}"
+    );
 }
