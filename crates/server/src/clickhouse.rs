@@ -113,9 +113,7 @@ fn check_node(node: &Client, location: &Location) -> Result<(), SchemaCheckError
         NodeSchema::Absent | NodeSchema::Current { .. } => {
             Err(SchemaCheckError::Missing(refusal()))
         }
-        NodeSchema::Other(_) | NodeSchema::Unknown(_) => {
-            Err(SchemaCheckError::Refused(refusal()))
-        }
+        NodeSchema::Other(_) | NodeSchema::Unknown(_) => Err(SchemaCheckError::Refused(refusal())),
     }
 }
 
@@ -338,7 +336,6 @@ pub fn cluster_servers(node: &Client, cluster: &str) -> Result<Vec<(u32, String)
         })
         .collect()
 }
-
 
 /// `/readyz` and `/metrics` over a ClickHouse index: the last probe's answer.
 #[derive(Debug, Default)]

@@ -208,15 +208,16 @@ impl Server {
                 }
                 Some(location) => {
                     let (location, settings) = (location.clone(), config.index.clone());
-                    let (index, client, location, checked) = tokio::task::spawn_blocking(move || {
-                        let (index, client) =
-                            clickhouse::connect(&location, &settings, index_config)?;
-                        let checked = clickhouse::check_schema(&client, &location, &settings);
-                        anyhow::Ok((index, client, location, checked))
-                    })
-                    .await
-                    .context("the index thread failed")?
-                    .context("cannot set up the ClickHouse index")?;
+                    let (index, client, location, checked) =
+                        tokio::task::spawn_blocking(move || {
+                            let (index, client) =
+                                clickhouse::connect(&location, &settings, index_config)?;
+                            let checked = clickhouse::check_schema(&client, &location, &settings);
+                            anyhow::Ok((index, client, location, checked))
+                        })
+                        .await
+                        .context("the index thread failed")?
+                        .context("cannot set up the ClickHouse index")?;
                     if let Err(e @ clickhouse::SchemaCheckError::Refused(_)) = checked {
                         return Err(
                             anyhow::Error::new(e).context("refusing to serve the ClickHouse index")

@@ -567,10 +567,9 @@ fn serving_waits_for_the_schema_and_refuses_another_version() {
     // A database at another version is refused at start, naming both versions.
     let older = schema::SCHEMA_VERSION - 1;
     record_version(&cluster, "older", older);
-    let refused = rt
-        .block_on(start_on(&dir.join("b"), node, "older", &database_url))
-        .err()
-        .expect("a server on another schema version must not start");
+    let Err(refused) = rt.block_on(start_on(&dir.join("b"), node, "older", &database_url)) else {
+        panic!("a server on another schema version must not start");
+    };
     let message = format!("{refused:#}");
     assert!(
         message.contains(&format!("schema version {older}"))
