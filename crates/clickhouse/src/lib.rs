@@ -8,7 +8,7 @@
 //! per-host code of `periscope-scan` (matching evidence, rendering, host-detail pages)
 //! answers from those records. So what is said about a host is the reference's own code,
 //! and SQL only has to get the set and the order right. Every call is a fixed number of
-//! statements (at most six for a search, twelve for facets), never one per host.
+//! statements (at most six for a search, seven for facets), never one per host.
 //!
 //! - [`client`]: the HTTP client (TabSeparated in and out).
 //! - [`location`]: `clickhouse://HOST:PORT/DATABASE?cluster=NAME` as operators write it.
@@ -20,7 +20,7 @@
 //! - `testing` (feature `testing`): private ClickHouse servers and clusters for tests.
 //!
 //! Every `ScanIndex` method is implemented: `search` (every query kind: IP, CIDR, ASN,
-//! domain, filters of every clause), `count`, `facets` ([`facets`], twelve statements),
+//! domain, filters of every clause), `count`, `facets` ([`facets`], seven statements),
 //! `exposure` ([`exposure`], three statements), `host_detail`, `domain_scans_of_name`,
 //! `domain_scans_of_address`.
 //!
@@ -137,24 +137,47 @@ impl ClickHouseIndex {
     }
 
     /// Writes a batch of validated observations; acknowledged when every shard holds them.
+    ///
+    /// Only each host's and each name's winners within the batch become rows
+    /// ([`rows::Batch`]); the three tables' inserts run concurrently (each is its own
+    /// synchronous Distributed insert), and the batch is acknowledged when all three are.
     pub fn insert(&self, observations: &[Observation]) -> Result<InsertSummary, ClientError> {
-        let mut rows = rows::Rows::default();
+        let mut batch = rows::Batch::default();
         for obs in observations {
-            rows.add(obs);
+            batch.add(obs);
         }
+        let rows = batch.finish();
         let db = &self.db;
-        for (table, data) in [
+        let inserts: Vec<(String, String)> = [
             ("services", rows.services),
             ("facts", rows.facts),
             ("domain_scans", rows.domain_scans),
-        ] {
-            if !data.is_empty() {
-                self.client.insert(
-                    &format!("INSERT INTO {db}.{table} FORMAT TabSeparated"),
-                    data,
-                )?;
-            }
-        }
+        ]
+        .into_iter()
+        .filter(|(_, data)| !data.is_empty())
+        .map(|(table, data)| {
+            (
+                format!("INSERT INTO {db}.{table} FORMAT TabSeparated"),
+                data,
+            )
+        })
+        .collect();
+        std::thread::scope(|scope| {
+            let running: Vec<_> = inserts
+                .into_iter()
+                .map(|(statement, data)| scope.spawn(move || self.client.insert(&statement, data)))
+                .collect();
+            running
+                .into_iter()
+                .map(|insert| {
+                    insert.join().unwrap_or_else(|_| {
+                        Err(ClientError::Malformed(
+                            "an insert thread panicked".to_owned(),
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<()>, ClientError>>()
+        })?;
         Ok(InsertSummary {
             services: rows.service_observations,
             domain_scans: rows.domain_observations,

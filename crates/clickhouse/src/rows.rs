@@ -16,7 +16,7 @@ use periscope_query::Resolution;
 use periscope_scan::codec::{self, tie};
 use periscope_scan::exposure::tile_of;
 use periscope_scan::matching::{comparable_name, words};
-use periscope_scan::store::{HostRecord, StoredService};
+use periscope_scan::store::{DomainScans, HostRecord, StoredService};
 
 use crate::sql;
 
@@ -33,7 +33,7 @@ pub const FACT_POSITION: u8 = 3;
 /// `fact` of the reverse-DNS row.
 pub const FACT_REVERSE_DNS: u8 = 4;
 
-/// The TabSeparated rows of a batch, one buffer per table.
+/// The TabSeparated rows of a batch, one buffer per table ([`Rows::finish`]).
 #[derive(Debug, Default)]
 pub struct Rows {
     /// `services` rows.
@@ -48,6 +48,61 @@ pub struct Rows {
     pub ignored: u64,
     /// Domain scans turned into rows.
     pub domain_observations: u64,
+}
+
+/// A batch being collected: each host's observations applied to one record by the shared
+/// current-observation code, each name's domain scans to its current one.
+///
+/// Only the winners of a batch are written: a row that loses to another row of the same batch
+/// (an older observation of the same service, an older host fact, an older record of the
+/// same name) can never be the newest `(observed_at, rank)` again, so no answer can read it —
+/// and a service's newest row is inside the retention window whenever any of its rows is.
+/// The synthetic data repeat every host fact on each of a host's ~3 observations: the facts
+/// rows of a batch shrink about threefold.
+#[derive(Debug, Default)]
+pub struct Batch {
+    hosts: BTreeMap<u128, HostRecord>,
+    scans: DomainScans,
+    service_observations: u64,
+    ignored: u64,
+    domain_observations: u64,
+}
+
+impl Batch {
+    /// Adds one observation.
+    pub fn add(&mut self, obs: &Observation) {
+        match obs {
+            Observation::Service(s) if s.status == ScanStatus::Failed => self.ignored += 1,
+            Observation::Service(s) => {
+                self.hosts
+                    .entry(ip_order_key(s.ip))
+                    .or_insert_with(|| HostRecord::new(s.ip))
+                    .apply(s);
+                self.service_observations += 1;
+            }
+            Observation::Domain(d) => {
+                self.scans.apply(d.clone());
+                self.domain_observations += 1;
+            }
+        }
+    }
+
+    /// The rows of the batch, in key order.
+    pub fn finish(self) -> Rows {
+        let mut rows = Rows {
+            service_observations: self.service_observations,
+            ignored: self.ignored,
+            domain_observations: self.domain_observations,
+            ..Rows::default()
+        };
+        for rec in self.hosts.values() {
+            rows.add_record(rec);
+        }
+        for scan in self.scans.by_name.values() {
+            rows.add_domain_scan(scan);
+        }
+        rows
+    }
 }
 
 /// The 16 key bytes of an address.
@@ -77,23 +132,6 @@ fn push_common(out: &mut String, key: &[u8; 16]) {
 }
 
 impl Rows {
-    /// Adds one observation.
-    pub fn add(&mut self, obs: &Observation) {
-        match obs {
-            Observation::Service(s) if s.status == ScanStatus::Failed => self.ignored += 1,
-            Observation::Service(s) => {
-                let mut rec = HostRecord::new(s.ip);
-                rec.apply(s);
-                self.add_record(&rec);
-                self.service_observations += 1;
-            }
-            Observation::Domain(d) => {
-                self.add_domain_scan(d);
-                self.domain_observations += 1;
-            }
-        }
-    }
-
     fn add_record(&mut self, rec: &HostRecord) {
         let ip = rec.ip;
         let key = key_bytes(ip);
@@ -319,12 +357,8 @@ impl Rows {
     fn add_domain_scan(&mut self, d: &DomainScan) {
         let out = &mut self.domain_scans;
         sql::tsv_field(out, d.name.as_str().as_bytes());
-        let encoded = codec::encode_domain_scan(d);
-        out.push_str(&format!(
-            "\t{}\t{}\t",
-            d.observed_at.unix(),
-            sql::hex(&encoded)
-        ));
+        let encoded = sql::hex(&codec::encode_domain_scan(d));
+        out.push_str(&format!("\t{}\t{encoded}\t", d.observed_at.unix()));
         let keys: Vec<[u8; 16]> = d
             .addresses
             .iter()
@@ -332,7 +366,7 @@ impl Rows {
             .collect();
         sql::tsv_array(out, keys.iter().map(|k| k.as_slice()));
         out.push('\t');
-        out.push_str(&sql::hex(&encoded));
+        out.push_str(&encoded);
         out.push('\n');
     }
 }
