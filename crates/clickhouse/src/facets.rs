@@ -20,18 +20,20 @@ use periscope_scan::facets::{BANDS, Value, band_of, clauses_of, group_of, query_
 use periscope_scan::matching::words;
 
 use crate::client::Client;
-use crate::query::{NEWEST, Statement, Target};
+use crate::query::{NEWEST, Statement};
 use crate::rows::FACT_LOCATION;
 use crate::sql;
 
-/// The `c_…` columns the groups read besides those of the query's own conditions.
-pub const COLUMNS: [&str; 5] = [
-    "product_words",
-    "product_title",
-    "has_product",
-    "max_cvss",
-    "exploit",
-];
+/// The `c_…` columns a group reads besides those of the query's own conditions (port and
+/// protocol are row columns; each other service group reads only its own).
+fn columns(field: FacetField) -> &'static [&'static str] {
+    match field {
+        FacetField::Product => &["product_words", "product_title", "has_product"],
+        FacetField::Cvss => &["max_cvss"],
+        FacetField::Exploit => &["exploit"],
+        FacetField::Port | FacetField::Protocol | FacetField::Country => &[],
+    }
+}
 
 fn bad(what: &str, field: &[u8]) -> IndexError {
     IndexError::Unavailable(format!(
@@ -118,6 +120,10 @@ fn group(
     // `from`: the rows the counts are taken over (the current values of the hosts matching
     // the query without the group's own clause); a value is a candidate when one of those
     // rows is of a host matching the whole query.
+    let statement = &Statement {
+        extra: columns(field),
+        ..*statement
+    };
     let (column, count_column, from) = if field == FacetField::Country {
         let db = statement.db;
         let matching_others = statement.matching_clauses(&others);
@@ -128,7 +134,7 @@ fn group(
         );
         ("c_country".to_owned(), "c_country".to_owned(), from)
     } else {
-        let (services, host) = statement.services_of(&others, &Target::Clauses, None);
+        let (services, host) = statement.service_rows_of(&others);
         let (column, present) = match field {
             FacetField::Port => ("toString(port)", "1"),
             FacetField::Protocol => ("protocol", "1"),

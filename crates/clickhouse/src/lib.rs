@@ -372,11 +372,7 @@ impl ScanIndex for ClickHouseIndex {
     }
 
     fn facets(&self, query: &FilterQuery, now: Timestamp) -> Result<Facets, IndexError> {
-        let statement = Statement {
-            extra: &facets::COLUMNS,
-            ..self.statement(now)
-        };
-        facets::facets(&self.client, &statement, query)
+        facets::facets(&self.client, &self.statement(now), query)
     }
 
     fn exposure(

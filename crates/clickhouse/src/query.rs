@@ -182,6 +182,24 @@ impl Statement<'_> {
         (parts.services(self.db), parts.host_where())
     }
 
+    /// [`Self::services_of`] for counting hosts per value of a service: without a condition
+    /// on a current value nor a `c_…` column to read, the rows passing the row filters
+    /// themselves (a service is current exactly when one of its rows passes them; a service's
+    /// rows may repeat, so only distinct hosts may be counted over them).
+    pub fn service_rows_of(&self, clauses: &[Clause]) -> (String, String) {
+        let parts = self.parts(clauses, &Target::Clauses, None);
+        let services = if parts.having.is_empty() && parts.columns.is_empty() {
+            format!(
+                "SELECT addr, port, protocol FROM {}.services WHERE {}",
+                self.db,
+                parts.rows.join(" AND ")
+            )
+        } else {
+            parts.services(self.db)
+        };
+        (services, parts.host_where())
+    }
+
     /// The conditions of `clauses` and `target`, sorted by what they test.
     ///
     /// Pre-filters (cheap, necessary conditions on raw rows, tested on each shard against its
