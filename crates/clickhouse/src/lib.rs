@@ -286,23 +286,28 @@ impl ClickHouseIndex {
         if ips.is_empty() {
             return Ok(DomainScans::default());
         }
-        // The keys as hex string literals (the hex of the 16 bytes, as `hex()` writes it):
-        // a list of plain constants, where `toFixedString(unhex(…), 16)` expressions made
-        // the statement slow to analyse.
-        let list: Vec<String> = ips
+        // The keys as plain literals of their 16 bytes (for the unnested addresses, converted
+        // to `FixedString(16)` once, in the set) and as hex strings (for the current record's
+        // addresses, through `hex()`, on the few names found): constants, where
+        // `toFixedString(unhex(…), 16)` expressions made the statement slow to analyse.
+        let keys: Vec<u128> = ips
             .iter()
-            .map(|ip| format!("'{:032X}'", ip_order_key(ip.to_canonical())))
+            .map(|ip| ip_order_key(ip.to_canonical()))
             .collect();
+        let literals: Vec<String> = keys.iter().map(|k| sql::key(*k)).collect();
+        let list: Vec<String> = keys.iter().map(|k| format!("'{k:032X}'")).collect();
         let list = list.join(", ");
         // Names with any record listing one of them (a name's rows share a shard, so the
         // GLOBAL set is exact), then the current record of each must list one. The listed
         // addresses are unnested and tested against the set (`IN`, a hash lookup per
         // address): `hasAny(addrs, [list])` compared every listed address with every key and
-        // was most of a search page's time (docs/benchmarks.md, "ClickHouse").
+        // was most of a search page's time, and `hex(listed) IN (…)` computed the hex of every
+        // listed address (docs/benchmarks.md, "ClickHouse").
         let names = format!(
             "name GLOBAL IN (SELECT name FROM {}.domain_scans ARRAY JOIN addrs AS listed \
-             WHERE hex(listed) IN ({list}))",
-            self.db
+             WHERE listed IN ({}))",
+            self.db,
+            literals.join(", ")
         );
         self.domain_scans_where(
             &names,
