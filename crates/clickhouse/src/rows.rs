@@ -1,8 +1,9 @@
 //! Observations as rows of the three tables (TabSeparated), and rows back as records.
 //!
-//! A counting service observation is applied to an empty [`HostRecord`] by the shared
-//! current-observation code, and the resulting record is cut into one `services` row and one
-//! `facts` row per host fact; each row's `rank` is the tie order of `periscope-scan`
+//! A batch's counting service observations are applied, host by host, to one
+//! [`HostRecord`] per host by the shared current-observation code ([`Batch`]), and each
+//! resulting record is cut into one `services` row per service and one `facts` row per host
+//! fact; each row's `rank` is the tie order of `periscope-scan`
 //! (`codec::tie`) and its `record` the codec encoding of just that part. The matching
 //! columns are computed here, from the same record, by the same helpers the reference uses.
 
@@ -437,4 +438,85 @@ pub fn domain_scan(hex: &str) -> Result<DomainScan, String> {
     let bytes = sql::unhex(hex)?;
     codec::decode_domain_scan(&bytes)
         .map_err(|e| format!("a stored domain scan does not decode: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use periscope_model::Timestamp;
+    use periscope_model::observation::{Observation, ObservationReader};
+
+    use super::*;
+
+    fn synthetic(hosts: u64) -> Vec<Observation> {
+        let as_of = Timestamp::parse("2026-11-20T14:00:00Z").unwrap();
+        let cfg = periscope_synth::SynthConfig {
+            hosts,
+            seed: 7,
+            as_of,
+        };
+        let mut text = Vec::new();
+        periscope_synth::write_dataset(&cfg, &mut text).unwrap();
+        let mut reader = ObservationReader::new(as_of);
+        std::str::from_utf8(&text)
+            .unwrap()
+            .lines()
+            .filter_map(|l| reader.read_line(l).unwrap())
+            .collect()
+    }
+
+    /// A batch writes one row per service and per host fact: each the winner of the batch,
+    /// the same record the store's own code keeps.
+    #[test]
+    fn a_batch_writes_only_its_winners() {
+        let observations = synthetic(300);
+        let mut batch = Batch::default();
+        let mut store: BTreeMap<IpAddr, HostRecord> = BTreeMap::new();
+        for obs in &observations {
+            batch.add(obs);
+            if let Observation::Service(s) = obs {
+                store
+                    .entry(s.ip)
+                    .or_insert_with(|| HostRecord::new(s.ip))
+                    .apply(s);
+            }
+        }
+        let rows = batch.finish();
+        let services: Vec<&str> = rows.services.lines().collect();
+        let keys: BTreeSet<(&str, &str, &str)> = services
+            .iter()
+            .map(|l| {
+                let mut f = l.split('\t');
+                (f.next().unwrap(), f.next().unwrap(), f.next().unwrap())
+            })
+            .collect();
+        assert_eq!(keys.len(), services.len(), "a service written twice");
+        let expected: usize = store.values().map(|r| r.services.len()).sum();
+        assert_eq!(services.len(), expected);
+        assert!(services.len() < observations.len(), "nothing was merged");
+        let facts: usize = store
+            .values()
+            .map(|r| {
+                usize::from(r.enrichment.is_some())
+                    + usize::from(r.location.is_some())
+                    + usize::from(r.position.is_some())
+                    + usize::from(r.reverse_dns.is_some())
+            })
+            .sum();
+        assert_eq!(rows.facts.lines().count(), facts);
+        // Each row's record is the store's current one.
+        let mut rebuilt_services = Vec::new();
+        for line in &services {
+            let record = line.rsplit('\t').next().unwrap();
+            let part = codec::decode_host(&sql::unhex(record).unwrap()).unwrap();
+            rebuilt_services.push(part);
+        }
+        for part in rebuilt_services {
+            let current = &store[&part.ip];
+            for (key, service) in &part.services {
+                assert_eq!(current.services.get(key), Some(service));
+            }
+        }
+    }
 }
