@@ -1,7 +1,9 @@
-//! The six facet groups in SQL, two statements per group: the candidate values (from the
-//! services — or, for country, the hosts — of the hosts the whole query matches), and each
+//! The six facet groups in SQL, seven statements: for each group, the candidate values (from
+//! the services — or, for country, the hosts — of the hosts the whole query matches), and each
 //! value's count of hosts that match the query with the value's clause in place of the
-//! group's own. The group itself (order, selection, at most five) is `periscope-scan`'s
+//! group's own. Both come from one statement per group (one scan: a value is a candidate
+//! when one of the rows counted for it is of a host matching the whole query), except for
+//! products, whose counts need the candidates' words first (two statements). The group itself (order, selection, at most five) is `periscope-scan`'s
 //! [`group_of`], the same code the reference runs.
 //!
 //! Port, protocol, CVSS band, exploit and country clauses are equalities on one column, so
@@ -18,18 +20,20 @@ use periscope_scan::facets::{BANDS, Value, band_of, clauses_of, group_of, query_
 use periscope_scan::matching::words;
 
 use crate::client::Client;
-use crate::query::{NEWEST, Statement, Target};
+use crate::query::{NEWEST, Statement};
 use crate::rows::FACT_LOCATION;
 use crate::sql;
 
-/// The `c_…` columns the groups read besides those of the query's own conditions.
-pub const COLUMNS: [&str; 5] = [
-    "product_words",
-    "product_title",
-    "has_product",
-    "max_cvss",
-    "exploit",
-];
+/// The `c_…` columns a group reads besides those of the query's own conditions (port and
+/// protocol are row columns; each other service group reads only its own).
+fn columns(field: FacetField) -> &'static [&'static str] {
+    match field {
+        FacetField::Product => &["product_words", "product_title", "has_product"],
+        FacetField::Cvss => &["max_cvss"],
+        FacetField::Exploit => &["exploit"],
+        FacetField::Port | FacetField::Protocol | FacetField::Country => &[],
+    }
+}
 
 fn bad(what: &str, field: &[u8]) -> IndexError {
     IndexError::Unavailable(format!(
@@ -113,21 +117,24 @@ fn group(
         .filter(|c| c.field() != own)
         .cloned()
         .collect();
-    let (candidate_sql, count_column, from) = if field == FacetField::Country {
+    // `from`: the rows the counts are taken over (the current values of the hosts matching
+    // the query without the group's own clause); a value is a candidate when one of those
+    // rows is of a host matching the whole query.
+    let statement = &Statement {
+        extra: columns(field),
+        ..*statement
+    };
+    let (column, count_column, from) = if field == FacetField::Country {
         let db = statement.db;
-        let countries = format!(
-            "(SELECT addr, argMax(country, {NEWEST}) AS c_country FROM {db}.facts \
-             WHERE fact = {FACT_LOCATION} GROUP BY addr)"
-        );
-        let candidates = format!(
-            "SELECT DISTINCT c_country FROM {countries} WHERE c_country != '' \
-             AND addr IN ({full}) FORMAT TabSeparated"
-        );
         let matching_others = statement.matching_clauses(&others);
-        let from = format!("{countries} WHERE c_country != '' AND addr IN ({matching_others})");
-        (candidates, "c_country".to_owned(), from)
+        let from = format!(
+            "(SELECT addr, argMax(country, {NEWEST}) AS c_country FROM {db}.facts \
+             WHERE fact = {FACT_LOCATION} GROUP BY addr) \
+             WHERE c_country != '' AND addr IN ({matching_others})"
+        );
+        ("c_country".to_owned(), "c_country".to_owned(), from)
     } else {
-        let (services, host) = statement.services_of(&others, &Target::Clauses, None);
+        let (services, host) = statement.service_rows_of(&others);
         let (column, present) = match field {
             FacetField::Port => ("toString(port)", "1"),
             FacetField::Protocol => ("protocol", "1"),
@@ -135,21 +142,51 @@ fn group(
             FacetField::Cvss => ("toString(c_max_cvss)", "c_max_cvss >= 0"),
             _ => ("toString(c_exploit)", "c_exploit >= 0"),
         };
-        let candidates = format!(
-            "SELECT DISTINCT {column} FROM ({services}){} FORMAT TabSeparated",
-            with(&host, &[present.to_owned(), format!("addr IN ({full})")])
-        );
         let count_column = match field {
             FacetField::Cvss => format!("toString({})", band_expression()),
             _ => column.to_owned(),
         };
         let from = format!("({services}){}", with(&host, &[present.to_owned()]));
-        (candidates, count_column, from)
+        (column.to_owned(), count_column, from)
     };
     let mut candidates = BTreeSet::new();
-    for row in client.rows(&candidate_sql)? {
-        let raw = row.first().map_or(&[][..], Vec::as_slice);
-        candidates.insert(value_of(field, raw)?);
+    let mut counted: BTreeMap<Value, u64> = BTreeMap::new();
+    if field == FacetField::Product {
+        let rows = client.rows(&format!(
+            "SELECT DISTINCT {column} FROM (SELECT addr, {column} FROM {from}) \
+             WHERE addr IN ({full}) FORMAT TabSeparated"
+        ))?;
+        for row in rows {
+            let raw = row.first().map_or(&[][..], Vec::as_slice);
+            candidates.insert(value_of(field, raw)?);
+        }
+    } else {
+        // One statement for both: each value's count of hosts, and whether any is of a host
+        // matching the whole query (then the value is a candidate). For CVSS the values are
+        // bands: a band is a candidate when one of its scores is.
+        let rows = client.rows(&format!(
+            "SELECT {count_column} AS v, uniqExact(addr), max(addr IN ({full})) FROM {from} \
+             GROUP BY v FORMAT TabSeparated"
+        ))?;
+        for row in rows {
+            let [v, n, candidate] = row.as_slice() else {
+                return Err(bad("a count row", &row.concat()));
+            };
+            let n: u64 = text(n)?.parse().map_err(|_| bad("a count", n))?;
+            let value = if field == FacetField::Cvss {
+                let band: usize = text(v)?.parse().map_err(|_| bad("a band", v))?;
+                if band >= BANDS.len() {
+                    return Err(bad("a band", v));
+                }
+                Value::Cvss(band)
+            } else {
+                value_of(field, v)?
+            };
+            if text(candidate)? == "1" {
+                candidates.insert(value.clone());
+            }
+            counted.insert(value, n);
+        }
     }
     let clauses = clauses_of(candidates);
     let mut counts: BTreeMap<Value, u64> = BTreeMap::new();
@@ -190,23 +227,8 @@ fn group(
                 counts.insert((*value).clone(), n);
             }
         }
-    } else if !clauses.is_empty() {
-        let rows = client.rows(&format!(
-            "SELECT {count_column} AS v, uniqExact(addr) FROM {from} GROUP BY v \
-             FORMAT TabSeparated"
-        ))?;
-        for row in rows {
-            let [v, n] = row.as_slice() else {
-                return Err(bad("a count row", &row.concat()));
-            };
-            let n: u64 = text(n)?.parse().map_err(|_| bad("a count", n))?;
-            if field == FacetField::Cvss {
-                let band: usize = text(v)?.parse().map_err(|_| bad("a band", v))?;
-                counts.insert(Value::Cvss(band), n);
-            } else {
-                counts.insert(value_of(field, v)?, n);
-            }
-        }
+    } else {
+        counts = counted;
     }
     Ok(group_of(query, field, &clauses, |value| {
         counts.get(value).copied().unwrap_or(0)

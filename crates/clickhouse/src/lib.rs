@@ -8,7 +8,7 @@
 //! per-host code of `periscope-scan` (matching evidence, rendering, host-detail pages)
 //! answers from those records. So what is said about a host is the reference's own code,
 //! and SQL only has to get the set and the order right. Every call is a fixed number of
-//! statements (at most six for a search, twelve for facets), never one per host.
+//! statements (at most six for a search, seven for facets), never one per host.
 //!
 //! - [`client`]: the HTTP client (TabSeparated in and out).
 //! - [`location`]: `clickhouse://HOST:PORT/DATABASE?cluster=NAME` as operators write it.
@@ -20,7 +20,7 @@
 //! - `testing` (feature `testing`): private ClickHouse servers and clusters for tests.
 //!
 //! Every `ScanIndex` method is implemented: `search` (every query kind: IP, CIDR, ASN,
-//! domain, filters of every clause), `count`, `facets` ([`facets`], twelve statements),
+//! domain, filters of every clause), `count`, `facets` ([`facets`], seven statements),
 //! `exposure` ([`exposure`], three statements), `host_detail`, `domain_scans_of_name`,
 //! `domain_scans_of_address`.
 //!
@@ -137,24 +137,47 @@ impl ClickHouseIndex {
     }
 
     /// Writes a batch of validated observations; acknowledged when every shard holds them.
+    ///
+    /// Only each host's and each name's winners within the batch become rows
+    /// ([`rows::Batch`]); the three tables' inserts run concurrently (each is its own
+    /// synchronous Distributed insert), and the batch is acknowledged when all three are.
     pub fn insert(&self, observations: &[Observation]) -> Result<InsertSummary, ClientError> {
-        let mut rows = rows::Rows::default();
+        let mut batch = rows::Batch::default();
         for obs in observations {
-            rows.add(obs);
+            batch.add(obs);
         }
+        let rows = batch.finish();
         let db = &self.db;
-        for (table, data) in [
+        let inserts: Vec<(String, String)> = [
             ("services", rows.services),
             ("facts", rows.facts),
             ("domain_scans", rows.domain_scans),
-        ] {
-            if !data.is_empty() {
-                self.client.insert(
-                    &format!("INSERT INTO {db}.{table} FORMAT TabSeparated"),
-                    data,
-                )?;
-            }
-        }
+        ]
+        .into_iter()
+        .filter(|(_, data)| !data.is_empty())
+        .map(|(table, data)| {
+            (
+                format!("INSERT INTO {db}.{table} FORMAT TabSeparated"),
+                data,
+            )
+        })
+        .collect();
+        std::thread::scope(|scope| {
+            let running: Vec<_> = inserts
+                .into_iter()
+                .map(|(statement, data)| scope.spawn(move || self.client.insert(&statement, data)))
+                .collect();
+            running
+                .into_iter()
+                .map(|insert| {
+                    insert.join().unwrap_or_else(|_| {
+                        Err(ClientError::Malformed(
+                            "an insert thread panicked".to_owned(),
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<()>, ClientError>>()
+        })?;
         Ok(InsertSummary {
             services: rows.service_observations,
             domain_scans: rows.domain_observations,
@@ -263,24 +286,38 @@ impl ClickHouseIndex {
         if ips.is_empty() {
             return Ok(DomainScans::default());
         }
-        // The keys as hex string literals (the hex of the 16 bytes, as `hex()` writes it):
-        // a list of plain constants, where `toFixedString(unhex(…), 16)` expressions made
-        // the statement slow to analyse.
-        let list: Vec<String> = ips
+        // The keys as plain literals of their 16 bytes (for the unnested addresses, converted
+        // to `FixedString(16)` once, in the set) and as hex strings (for the current record's
+        // addresses, through `hex()`, on the few names found): constants, where
+        // `toFixedString(unhex(…), 16)` expressions made the statement slow to analyse.
+        let keys: Vec<u128> = ips
             .iter()
-            .map(|ip| format!("'{:032X}'", ip_order_key(ip.to_canonical())))
+            .map(|ip| ip_order_key(ip.to_canonical()))
             .collect();
+        let literals: Vec<String> = keys.iter().map(|k| sql::key(*k)).collect();
+        let list: Vec<String> = keys.iter().map(|k| format!("'{k:032X}'")).collect();
         let list = list.join(", ");
         // Names with any record listing one of them (a name's rows share a shard, so the
         // GLOBAL set is exact), then the current record of each must list one. The listed
         // addresses are unnested and tested against the set (`IN`, a hash lookup per
         // address): `hasAny(addrs, [list])` compared every listed address with every key and
-        // was most of a search page's time (docs/benchmarks.md, "ClickHouse").
-        let names = format!(
-            "name GLOBAL IN (SELECT name FROM {}.domain_scans ARRAY JOIN addrs AS listed \
-             WHERE hex(listed) IN ({list}))",
-            self.db
-        );
+        // was most of a search page's time, and `hex(listed) IN (…)` computed the hex of every
+        // listed address (docs/benchmarks.md, "ClickHouse").
+        // One key (host detail, the scans of an address): `has` over each scan's array, no
+        // unnesting (unnesting every scan's addresses was 2x the by-hand statement).
+        let names = match keys.as_slice() {
+            [one] => format!(
+                "name GLOBAL IN (SELECT name FROM {}.domain_scans \
+                 WHERE has(addrs, toFixedString(unhex('{one:032x}'), 16)))",
+                self.db
+            ),
+            _ => format!(
+                "name GLOBAL IN (SELECT name FROM {}.domain_scans ARRAY JOIN addrs AS listed \
+                 WHERE listed IN ({}))",
+                self.db,
+                literals.join(", ")
+            ),
+        };
         self.domain_scans_where(
             &names,
             &format!("hasAny(arrayMap(a -> hex(a), argMax(addrs, {NEWEST})), [{list}])"),
@@ -349,11 +386,7 @@ impl ScanIndex for ClickHouseIndex {
     }
 
     fn facets(&self, query: &FilterQuery, now: Timestamp) -> Result<Facets, IndexError> {
-        let statement = Statement {
-            extra: &facets::COLUMNS,
-            ..self.statement(now)
-        };
-        facets::facets(&self.client, &statement, query)
+        facets::facets(&self.client, &self.statement(now), query)
     }
 
     fn exposure(

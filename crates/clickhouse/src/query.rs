@@ -8,6 +8,12 @@
 //! `HAVING` on one group); port and protocol are group keys, so they filter rows before
 //! grouping. Host-level clauses and ASN queries test the current host facts (`facts` grouped
 //! by address) through `addr IN (…)`.
+//!
+//! Two shortcuts, both exact (docs/benchmarks.md, "ClickHouse"): without a condition on a
+//! current value, the matching hosts are one `GROUP BY addr` of the rows passing the row
+//! filters (no per-service aggregation); and conditions on current values are preceded by
+//! cheap pre-filters on raw rows (a service or host can match only if one of its rows
+//! does), so the `argMax` aggregation reads only the candidates (see `Statement::parts`).
 
 use std::net::IpAddr;
 
@@ -47,6 +53,68 @@ pub const SERVICE_COLUMNS: [&str; 8] = [
     "cert_names",
 ];
 
+/// A condition on a service's current values (`current`, on the `c_…` columns after
+/// aggregating) and the same condition on one raw row (`raw`): a necessary condition, since the
+/// current values are one row's.
+struct Condition {
+    current: String,
+    raw: String,
+}
+
+impl Condition {
+    /// The condition written by `write` over the current columns and over the raw ones
+    /// (`write` gets the column name mapper).
+    fn on(write: impl Fn(&dyn Fn(&str) -> String) -> String) -> Self {
+        Self {
+            current: write(&|column| format!("c_{column}")),
+            raw: write(&|column| column.to_owned()),
+        }
+    }
+}
+
+/// The conditions of a query, sorted by what they test.
+struct Parts {
+    /// Conditions on raw `services` rows (before grouping): retention, port, protocol,
+    /// address bounds, pre-filters.
+    rows: Vec<String>,
+    /// The `c_…` columns to aggregate (of [`SERVICE_COLUMNS`]).
+    columns: Vec<&'static str>,
+    /// Conditions on a service's current values.
+    having: Vec<String>,
+    /// Conditions on the host (`addr IN (…)` over current facts).
+    host: Vec<String>,
+}
+
+impl Parts {
+    /// The current services satisfying the row filters and the conditions on current values.
+    fn services(&self, db: &str) -> String {
+        let columns: String = self
+            .columns
+            .iter()
+            .map(|c| format!(", argMax({c}, {NEWEST}) AS c_{c}"))
+            .collect();
+        let having = if self.having.is_empty() {
+            String::new()
+        } else {
+            format!(" HAVING {}", self.having.join(" AND "))
+        };
+        format!(
+            "SELECT addr, port, protocol{columns} FROM {db}.services \
+             WHERE {} GROUP BY addr, port, protocol{having}",
+            self.rows.join(" AND ")
+        )
+    }
+
+    /// ` WHERE …` of the host conditions, or nothing.
+    fn host_where(&self) -> String {
+        if self.host.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", self.host.join(" AND "))
+        }
+    }
+}
+
 /// The pieces of one statement.
 pub struct Statement<'a> {
     /// The database.
@@ -67,14 +135,38 @@ impl Statement<'_> {
     /// `SELECT addr` of every host matching `query` whose key is greater than `after`;
     /// `resolved` are a domain search's DNS answers.
     pub fn matching(&self, query: &Query, resolved: &[IpAddr], after: Option<u128>) -> String {
-        let (services, host) = self.current_services(query, resolved, after);
-        format!("SELECT addr FROM ({services}){host} GROUP BY addr")
+        self.hosts_of(&self.query_parts(query, resolved, after))
     }
 
     /// `SELECT addr` of every host matching all of `clauses` (every current host for none).
     pub fn matching_clauses(&self, clauses: &[Clause]) -> String {
-        let (services, host) = self.services_of(clauses, &Target::Clauses, None);
-        format!("SELECT addr FROM ({services}){host} GROUP BY addr")
+        self.hosts_of(&self.parts(clauses, &Target::Clauses, None))
+    }
+
+    /// `SELECT addr` of the hosts of `parts`, once each. Without a condition on a current
+    /// value, a host has a current service passing the row filters exactly when some row
+    /// passes them (the newest row of a service is inside the retention window whenever any
+    /// is), so the hosts are those rows' addresses: one `GROUP BY addr`, no per-service
+    /// aggregation.
+    fn hosts_of(&self, parts: &Parts) -> String {
+        let host = parts.host_where();
+        if parts.having.is_empty() && parts.columns.is_empty() {
+            let hosts = format!(
+                "SELECT addr FROM {}.services WHERE {} GROUP BY addr",
+                self.db,
+                parts.rows.join(" AND ")
+            );
+            if host.is_empty() {
+                hosts
+            } else {
+                format!("SELECT addr FROM ({hosts}){host}")
+            }
+        } else {
+            format!(
+                "SELECT addr FROM ({}){host} GROUP BY addr",
+                parts.services(self.db)
+            )
+        }
     }
 
     /// The current services (one row per `(addr, port, protocol)` with its `c_…` columns)
@@ -86,9 +178,43 @@ impl Statement<'_> {
         target: &Target<'_>,
         after: Option<u128>,
     ) -> (String, String) {
+        let parts = self.parts(clauses, target, after);
+        (parts.services(self.db), parts.host_where())
+    }
+
+    /// [`Self::services_of`] for counting hosts per value of a service: without a condition
+    /// on a current value nor a `c_…` column to read, the rows passing the row filters
+    /// themselves (a service is current exactly when one of its rows passes them; a service's
+    /// rows may repeat, so only distinct hosts may be counted over them).
+    pub fn service_rows_of(&self, clauses: &[Clause]) -> (String, String) {
+        let parts = self.parts(clauses, &Target::Clauses, None);
+        let services = if parts.having.is_empty() && parts.columns.is_empty() {
+            format!(
+                "SELECT addr, port, protocol FROM {}.services WHERE {}",
+                self.db,
+                parts.rows.join(" AND ")
+            )
+        } else {
+            parts.services(self.db)
+        };
+        (services, parts.host_where())
+    }
+
+    /// The conditions of `clauses` and `target`, sorted by what they test.
+    ///
+    /// Pre-filters (cheap, necessary conditions on raw rows, tested on each shard against its
+    /// own local table): a service can satisfy a condition on its current values only if one
+    /// of its rows inside the retention window does, so `(addr, port, protocol) IN (…)` over
+    /// the rows satisfying the raw conditions bounds the per-service aggregation to those
+    /// services; likewise a host can satisfy a host-level condition only if one of its fact
+    /// rows does. The conditions on current values are still tested after aggregating, so
+    /// the answer is exact; the pre-filters only spare aggregating services and hosts that
+    /// cannot match. (All a host's rows are on one shard, so the shard's local table holds
+    /// every row the test needs.)
+    fn parts(&self, clauses: &[Clause], target: &Target<'_>, after: Option<u128>) -> Parts {
         let db = self.db;
-        let mut row_filters = vec![format!("observed_at >= {}", self.cutoff)];
-        let mut having: Vec<String> = Vec::new();
+        let mut rows = vec![format!("observed_at >= {}", self.cutoff)];
+        let mut having: Vec<Condition> = Vec::new();
         let mut host: Vec<String> = Vec::new();
         let mut low = 0u128;
         let mut high = u128::MAX;
@@ -96,54 +222,58 @@ impl Statement<'_> {
             Target::Clauses => {}
             Target::Ip(k) => (low, high) = (*k, *k),
             Target::Range(l, h) => (low, high) = (*l, *h),
-            Target::Asn(asn) => host.push(format!(
-                "addr IN (SELECT addr FROM {db}.facts WHERE fact = {FACT_ENRICHMENT} \
-                 GROUP BY addr HAVING has(argMax(asns, {NEWEST}), {asn}))"
-            )),
+            Target::Asn(asn) => {
+                let candidates = format!(
+                    "addr IN (SELECT addr FROM {db}.facts_local WHERE fact = {FACT_ENRICHMENT} \
+                     AND has(asns, {asn}))"
+                );
+                host.push(format!(
+                    "addr IN (SELECT addr FROM {db}.facts WHERE fact = {FACT_ENRICHMENT} \
+                     AND {candidates} GROUP BY addr HAVING has(argMax(asns, {NEWEST}), {asn}))"
+                ));
+                rows.push(candidates);
+            }
             Target::Domain(name, resolved) => host.push(self.domain(name, resolved)),
         }
         for clause in clauses {
-            self.clause(clause, &mut row_filters, &mut having, &mut host);
+            self.clause(clause, &mut rows, &mut having, &mut host);
         }
         if let Some(after) = after {
             match after.checked_add(1) {
                 Some(next) => low = low.max(next),
-                None => row_filters.push("0".into()),
+                None => rows.push("0".into()),
             }
         }
         if low > 0 {
-            row_filters.push(format!("addr >= {}", sql::key(low)));
+            rows.push(format!("addr >= {}", sql::key(low)));
         }
         if high < u128::MAX {
-            row_filters.push(format!("addr <= {}", sql::key(high)));
+            rows.push(format!("addr <= {}", sql::key(high)));
         }
         // Only the columns a condition (or the caller) reads: each is an argMax per service.
-        let columns: String = SERVICE_COLUMNS
+        let columns: Vec<&'static str> = SERVICE_COLUMNS
             .iter()
             .filter(|c| {
                 let alias = format!("c_{c}");
-                having.iter().any(|h| h.contains(&alias)) || self.extra.contains(c)
+                having.iter().any(|h| h.current.contains(&alias)) || self.extra.contains(c)
             })
-            .map(|c| format!(", argMax({c}, {NEWEST}) AS c_{c}"))
+            .copied()
             .collect();
-        let having = if having.is_empty() {
-            String::new()
-        } else {
-            format!(" HAVING {}", having.join(" AND "))
-        };
-        let host = if host.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", host.join(" AND "))
-        };
-        (
-            format!(
-                "SELECT addr, port, protocol{columns} FROM {db}.services \
-                 WHERE {} GROUP BY addr, port, protocol{having}",
-                row_filters.join(" AND ")
-            ),
+        if !having.is_empty() {
+            let raw: Vec<&str> = having.iter().map(|h| h.raw.as_str()).collect();
+            rows.push(format!(
+                "(addr, port, protocol) IN (SELECT addr, port, protocol FROM {db}.services_local \
+                 WHERE {} AND {})",
+                rows.join(" AND "),
+                raw.join(" AND ")
+            ));
+        }
+        Parts {
+            rows,
+            columns,
+            having: having.into_iter().map(|h| h.current).collect(),
             host,
-        )
+        }
     }
 
     /// The current services of the hosts matching `query` (see [`Self::services_of`]).
@@ -153,19 +283,24 @@ impl Statement<'_> {
         resolved: &[IpAddr],
         after: Option<u128>,
     ) -> (String, String) {
+        let parts = self.query_parts(query, resolved, after);
+        (parts.services(self.db), parts.host_where())
+    }
+
+    fn query_parts(&self, query: &Query, resolved: &[IpAddr], after: Option<u128>) -> Parts {
         match query {
             Query::Ip(ip) => {
                 let k = ip_order_key(ip.to_canonical());
-                self.services_of(&[], &Target::Ip(k), after)
+                self.parts(&[], &Target::Ip(k), after)
             }
             Query::Cidr(c) => {
                 let low = ip_order_key(IpAddr::V4(c.network()));
                 let high = ip_order_key(IpAddr::V4(c.last()));
-                self.services_of(&[], &Target::Range(low, high), after)
+                self.parts(&[], &Target::Range(low, high), after)
             }
-            Query::Asn(asn) => self.services_of(&[], &Target::Asn(asn.get()), after),
-            Query::Domain(name) => self.services_of(&[], &Target::Domain(name, resolved), after),
-            Query::Filter(f) => self.services_of(f.clauses(), &Target::Clauses, after),
+            Query::Asn(asn) => self.parts(&[], &Target::Asn(asn.get()), after),
+            Query::Domain(name) => self.parts(&[], &Target::Domain(name, resolved), after),
+            Query::Filter(f) => self.parts(f.clauses(), &Target::Clauses, after),
         }
     }
 
@@ -184,9 +319,13 @@ impl Statement<'_> {
                 .collect();
             sources.push(format!("addr IN ({})", keys.join(", ")));
         }
+        // Pre-filtered as in `parts`: only hosts with a names row naming it are aggregated.
+        let named = format!("arrayExists(n -> n = {exact} OR endsWith(n, {under}), names)");
         sources.push(format!(
             "addr IN (SELECT addr FROM {db}.facts WHERE fact IN ({FACT_ENRICHMENT}, \
-             {FACT_REVERSE_DNS}) GROUP BY addr, fact HAVING arrayExists(n -> n = {exact} \
+             {FACT_REVERSE_DNS}) AND addr IN (SELECT addr FROM {db}.facts_local \
+             WHERE fact IN ({FACT_ENRICHMENT}, {FACT_REVERSE_DNS}) AND {named}) \
+             GROUP BY addr, fact HAVING arrayExists(n -> n = {exact} \
              OR endsWith(n, {under}), argMax(names, {NEWEST})))"
         ));
         sources.push(format!(
@@ -201,7 +340,7 @@ impl Statement<'_> {
         &self,
         clause: &Clause,
         rows: &mut Vec<String>,
-        having: &mut Vec<String>,
+        having: &mut Vec<Condition>,
         host: &mut Vec<String>,
     ) {
         let db = self.db;
@@ -211,33 +350,52 @@ impl Statement<'_> {
             Clause::Product(phrase) => {
                 let wanted = words(phrase.as_str());
                 if wanted.is_empty() {
-                    having.push("0".into());
+                    having.push(Condition::on(|_| "0".to_owned()));
                 }
                 for w in wanted {
-                    having.push(format!("has(c_product_words, {})", sql::string(&w)));
+                    let w = sql::string(&w);
+                    having.push(Condition::on(|c| {
+                        format!("has({}, {w})", c("product_words"))
+                    }));
                 }
             }
             Clause::CertificateName(name) => {
-                having.push(format!("has(c_cert_names, {})", sql::string(name.as_str())))
+                let name = sql::string(name.as_str());
+                having.push(Condition::on(|c| {
+                    format!("has({}, {name})", c("cert_names"))
+                }))
             }
-            Clause::Cpe(cpe) => having.push(format!(
-                "c_cpe = {}",
-                sql::string(&cpe.as_str().to_lowercase())
-            )),
+            Clause::Cpe(cpe) => {
+                let cpe = sql::string(&cpe.as_str().to_lowercase());
+                having.push(Condition::on(|c| format!("{} = {cpe}", c("cpe"))))
+            }
             Clause::Cve(id) => {
-                having.push(format!("has(c_cves, {})", sql::string(&id.to_string())))
+                let id = sql::string(&id.to_string());
+                having.push(Condition::on(|c| format!("has({}, {id})", c("cves"))))
             }
-            Clause::Cvss(range) => having.push(format!(
-                "c_max_cvss >= {} AND c_max_cvss <= {}",
-                range.min().tenths(),
-                range.max().tenths()
-            )),
-            Clause::Exploit(flag) => having.push(format!("c_exploit = {}", u8::from(*flag))),
-            Clause::Country(cc) => host.push(format!(
-                "addr IN (SELECT addr FROM {db}.facts WHERE fact = {FACT_LOCATION} \
-                 GROUP BY addr HAVING argMax(country, {NEWEST}) = {})",
-                sql::string(&cc.to_string())
-            )),
+            Clause::Cvss(range) => {
+                let (min, max) = (range.min().tenths(), range.max().tenths());
+                having.push(Condition::on(|c| {
+                    let v = c("max_cvss");
+                    format!("{v} >= {min} AND {v} <= {max}")
+                }))
+            }
+            Clause::Exploit(flag) => {
+                let flag = u8::from(*flag);
+                having.push(Condition::on(|c| format!("{} = {flag}", c("exploit"))))
+            }
+            Clause::Country(cc) => {
+                let cc = sql::string(&cc.to_string());
+                let candidates = format!(
+                    "addr IN (SELECT addr FROM {db}.facts_local WHERE fact = {FACT_LOCATION} \
+                     AND country = {cc})"
+                );
+                host.push(format!(
+                    "addr IN (SELECT addr FROM {db}.facts WHERE fact = {FACT_LOCATION} \
+                     AND {candidates} GROUP BY addr HAVING argMax(country, {NEWEST}) = {cc})"
+                ));
+                rows.push(candidates);
+            }
             Clause::Organization(phrase) => {
                 let wanted = words(phrase.as_str());
                 if wanted.is_empty() {

@@ -8,8 +8,6 @@
 //! constructor (port, protocol token, CVE, CPE, country, domain name…) before it reaches
 //! here, and is escaped anyway.
 
-use std::fmt::Write as _;
-
 /// A ClickHouse string literal holding `s` exactly: quotes and backslashes escaped, every
 /// byte outside printable ASCII written as `\xNN`.
 pub fn string(s: &str) -> String {
@@ -25,18 +23,19 @@ pub fn bytes_literal(bytes: &[u8]) -> String {
             b'\'' => out.push_str("\\'"),
             b'\\' => out.push_str("\\\\"),
             0x20..=0x7e => out.push(char::from(b)),
-            _ => {
-                let _ = write!(out, "\\x{b:02x}");
-            }
+            _ => push_escaped(&mut out, b),
         }
     }
     out.push('\'');
     out
 }
 
-/// The 16-byte big-endian host-order key of an address, as a `FixedString(16)` expression.
+/// The 16-byte big-endian host-order key of an address, as a plain string literal of its
+/// 16 bytes (compared with a `FixedString(16)` column, or listed in an `IN` set, it is
+/// converted to the column's type). A constant, not an expression: ClickHouse 18.16 was
+/// slow to analyse an `IN` list of 100 `toFixedString(unhex(…), 16)` expressions.
 pub fn key(k: u128) -> String {
-    format!("toFixedString(unhex('{k:032x}'), 16)")
+    bytes_literal(&k.to_be_bytes())
 }
 
 /// An identifier (database, cluster) when it is `[a-z_][a-z0-9_]*`, at most 64 bytes.
@@ -57,9 +56,7 @@ pub fn tsv_field(out: &mut String, bytes: &[u8]) {
             b'\\' => out.push_str("\\\\"),
             b'\'' => out.push_str("\\'"),
             0x20..=0x7e => out.push(char::from(b)),
-            _ => {
-                let _ = write!(out, "\\x{b:02x}");
-            }
+            _ => push_escaped(out, b),
         }
     }
 }
@@ -107,13 +104,30 @@ pub fn tsv_unescape(field: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
+    hex_into(&mut out, bytes);
     out
+}
+
+/// Appends the lowercase hex of `bytes` to `out` (a table lookup per nibble: `write!` per
+/// byte was most of the time of building an insert's rows).
+pub fn hex_into(out: &mut String, bytes: &[u8]) {
+    out.reserve(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+}
+
+/// Appends `\xNN` (the escape of one byte in a literal or a TabSeparated field) to `out`.
+fn push_escaped(out: &mut String, b: u8) {
+    out.push_str("\\x");
+    out.push(char::from(DIGITS[usize::from(b >> 4)]));
+    out.push(char::from(DIGITS[usize::from(b & 0xf)]));
 }
 
 /// The bytes of a hex string (either case).
@@ -141,8 +155,8 @@ mod tests {
         assert_eq!(string(r"a\'; DROP"), r"'a\\\'; DROP'");
         assert_eq!(string("x\ny\u{e9}"), r"'x\x0ay\xc3\xa9'");
         assert_eq!(
-            key(1),
-            "toFixedString(unhex('00000000000000000000000000000001'), 16)"
+            key(0xf0000001),
+            r"'\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xf0\x00\x00\x01'"
         );
     }
 

@@ -315,11 +315,9 @@ fn by_hand(engine: &ClickHouseIndex, node: &Client, now: Timestamp, middle: IpAd
         "toFixedString(unhex('{:032x}'), 16)",
         periscope_model::ip_order_key(middle)
     );
-    let page = |after: &str| {
-        let hosts = format!(
-            "SELECT addr FROM measure.services WHERE port = 22 AND observed_at >= {cutoff}{after} \
-             GROUP BY addr ORDER BY addr LIMIT 101"
-        );
+    // The page's hosts with their current services, facts and listing domain scans, for the
+    // statement `hosts` selecting the page's (up to 101) addresses.
+    let records = |hosts: &str| {
         vec![
             format!(
                 "SELECT hex(addr), argMax(record, (observed_at, rank)) FROM measure.services \
@@ -335,6 +333,54 @@ fn by_hand(engine: &ClickHouseIndex, node: &Client, now: Timestamp, middle: IpAd
                  GROUP BY name"
             ),
         ]
+    };
+    let page = |after: &str| {
+        records(&format!(
+            "SELECT addr FROM measure.services WHERE port = 22 AND observed_at >= {cutoff}{after} \
+             GROUP BY addr ORDER BY addr LIMIT 101"
+        ))
+    };
+    let product = first(
+        node,
+        "SELECT product_words[1] FROM measure.services WHERE length(product_words) > 0 LIMIT 1",
+    );
+    let asn = first(
+        node,
+        "SELECT asns[1] FROM measure.facts WHERE fact = 1 AND length(asns) > 0 LIMIT 1",
+    );
+    // The straightforward statements: every current service's value by argMax, the
+    // condition on it, the first 101 hosts.
+    let product_hosts = format!(
+        "SELECT addr FROM (SELECT addr, argMax(product_words, (observed_at, rank)) AS w \
+         FROM measure.services WHERE observed_at >= {cutoff} GROUP BY addr, port, protocol \
+         HAVING has(w, '{product}')) GROUP BY addr ORDER BY addr LIMIT 101"
+    );
+    let by_fact = |fact: u8, condition: &str| {
+        format!(
+            "SELECT addr FROM measure.services WHERE observed_at >= {cutoff} AND addr IN \
+             (SELECT addr FROM measure.facts WHERE fact = {fact} GROUP BY addr HAVING {condition}) \
+             GROUP BY addr"
+        )
+    };
+    let us = by_fact(2, "argMax(country, (observed_at, rank)) = 'US'");
+    let mut country_page = vec![format!("SELECT count() FROM ({us})")];
+    country_page.extend(records(&format!("{us} ORDER BY addr LIMIT 101")));
+    let asn_hosts = format!(
+        "{} ORDER BY addr LIMIT 101",
+        by_fact(1, &format!("has(argMax(asns, (observed_at, rank)), {asn})"))
+    );
+    let product_query = periscope_query::parse(&format!("product:\"{product}\"")).unwrap();
+    let country_query = periscope_query::parse("country:US").unwrap();
+    let asn_query = periscope_query::parse(&format!("asn:{asn}")).unwrap();
+    let search = |query: &Query| {
+        let req = SearchRequest {
+            query,
+            after: None,
+            limit: 100,
+            resolved: &[],
+            now,
+        };
+        engine.search(&req).unwrap();
     };
     let port22 = Query::Filter(FilterQuery::new([Clause::Port(Port::new(22).unwrap())]).unwrap());
     let run = |statements: &[String]| {
@@ -399,6 +445,21 @@ fn by_hand(engine: &ClickHouseIndex, node: &Client, now: Timestamp, middle: IpAd
                      (SELECT name FROM measure.domain_scans WHERE has(addrs, {key})) GROUP BY name"
                 ),
             ],
+        ),
+        (
+            "search product:…, first page of 100",
+            Box::new(|| search(&product_query)),
+            records(&product_hosts),
+        ),
+        (
+            "search country:US (counted first)",
+            Box::new(|| search(&country_query)),
+            country_page,
+        ),
+        (
+            "search asn:…, first page of 100",
+            Box::new(|| search(&asn_query)),
+            records(&asn_hosts),
         ),
     ];
     eprintln!(
