@@ -17,9 +17,10 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Read};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, Scope, ScopedJoinHandle};
+use std::time::Duration;
 
 use periscope_model::Timestamp;
 use periscope_model::observation::{MAX_LINE_BYTES, Observation, ObservationReader};
@@ -284,12 +285,21 @@ impl<'scope> Parsers<'scope> {
                 self.in_flight -= 1;
                 return Some(parsed);
             }
-            // Every thread holds a sender until it ends: a closed channel means one panicked.
-            let parsed = self
-                .results
-                .recv()
-                .expect("a parsing thread stopped (it panicked)");
-            self.early.insert(parsed.chunk.seq, parsed);
+            // The threads only end once the queue is closed (in `drop`): one that ended before
+            // panicked, and the chunk it held will never come back.
+            match self.results.recv_timeout(Duration::from_millis(500)) {
+                Ok(parsed) => {
+                    self.early.insert(parsed.chunk.seq, parsed);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.threads.iter().any(|t| t.is_finished()) {
+                        panic!("a parsing thread stopped (it panicked)");
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("the parsing threads stopped (they panicked)")
+                }
+            }
         }
     }
 }
