@@ -28,8 +28,6 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{self, SyncSender};
-use std::thread;
 
 use periscope_model::DomainName;
 use periscope_model::ip_order_key;
@@ -225,10 +223,6 @@ pub struct DurableStore {
     /// dropped (the file stays open and locked until the last of them is gone).
     db: Arc<Database>,
     path: PathBuf,
-    /// Frees the records a batch merged, on a thread of its own (started by the first batch):
-    /// freeing them on the writer cost about a sixth of its time, and the writer is the serial
-    /// stage of an ingest. Bounded, so a slow release slows the writer instead of piling up.
-    release: Option<SyncSender<Vec<HostRecord>>>,
 }
 
 impl fmt::Debug for DurableStore {
@@ -290,7 +284,6 @@ impl DurableStore {
         Ok(Self {
             db: Arc::new(db),
             path: path.to_owned(),
-            release: None,
         })
     }
 
@@ -361,8 +354,6 @@ impl DurableStore {
         // small (key, position) pairs are sorted, not the observations (moving those around
         // cost the sort most of its time).
         order.sort_unstable();
-        // The merged records, freed after the commit, off this thread.
-        let mut spent = Vec::with_capacity(order.len() / 2);
         let services = order.into_iter().map(|(key, at)| {
             let obs = slots[at].take();
             (key, obs.expect("each position is taken once"))
@@ -388,12 +379,10 @@ impl DurableStore {
                 }
                 // Only failed observations of an unknown address: nothing to store.
                 if record.enrichment.is_none() {
-                    spent.push(record);
                     continue;
                 }
                 buf.clear();
                 codec::encode_host_into(&record, &mut buf);
-                spent.push(record);
                 // Compared in place, then released: the table is borrowed until then.
                 let unchanged = stored.is_some_and(|bytes| bytes.value() == buf.as_slice());
                 if !unchanged {
@@ -451,29 +440,7 @@ impl DurableStore {
                 .map_err(failed("advancing the generation"))?;
         }
         txn.commit().map_err(failed("committing a batch"))?;
-        self.release(spent);
         Ok(summary)
-    }
-
-    /// Frees `records` on the release thread (here when it cannot be started).
-    fn release(&mut self, records: Vec<HostRecord>) {
-        if self.release.is_none() {
-            let (tx, rx) = mpsc::sync_channel::<Vec<HostRecord>>(1);
-            let started = thread::Builder::new()
-                .name("store-release".into())
-                .spawn(move || rx.into_iter().for_each(drop));
-            if started.is_ok() {
-                self.release = Some(tx);
-            }
-        }
-        if let Some(tx) = &self.release {
-            // Only fails when the thread is gone (it panicked): then the records are freed
-            // here, as they are handed back.
-            if let Err(mpsc::SendError(records)) = tx.send(records) {
-                self.release = None;
-                drop(records);
-            }
-        }
     }
 
     /// One consistent read view of the store as of the last committed batch; batches
