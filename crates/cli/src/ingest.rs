@@ -2,12 +2,16 @@
 //! standard input) into the scan store `DIR/scan.redb`, in batches that are each one durable
 //! write transaction.
 //!
-//! Two threads share the work so two cores are busy: this one reads and parses lines
-//! ([`crate::lines`]) and fills batches; a store thread owns the [`DurableStore`] and applies
-//! each batch with [`DurableStore::apply_batch_drain`]. They are joined by a bounded channel holding
-//! one batch, so at most three batches exist at once (one being filled, one waiting, one being
-//! applied) and a slow disk slows reading down instead of filling memory. Emptied batches go
-//! back to the reader to be refilled.
+//! The work is shared by threads so every core is busy: this one (the reader) cuts the input
+//! into chunks of whole lines, a pool of parsing threads, one per core ([`parallel`]), parses
+//! and validates them and gives them back in input order, and the reader fills batches from
+//! them; a store thread owns the [`DurableStore`] and applies each batch with
+//! [`DurableStore::apply_batch_drain`]. The store thread is the serial stage, so nothing else
+//! runs on it. Reader and store are joined by a bounded channel holding one batch, so at most
+//! three batches exist at once (one being filled, one waiting, one being applied), plus the
+//! few chunks being parsed, and a slow disk slows reading down instead of filling memory.
+//! Emptied batches go back to the reader to be refilled. Scanner output (the importers) is
+//! read and converted on the reader thread.
 //!
 //! A batch is acknowledged when `apply_batch` returns: it is then on disk, and a process killed
 //! afterwards keeps it. A killed run is completed by running the same command again, since
@@ -59,8 +63,12 @@ use crate::convert::{
     EnrichArgs, ImportArgs, Prepare, nothing_read, resolve_format, write_not_mapped,
 };
 use crate::ingest_socket::{FRAME_TARGET, ServerConnection};
-use crate::lines::{ObservationLines, Parsed, Rejection, open_input};
+use crate::lines::{Rejection, open_input};
 use crate::synth::{group, now};
+
+mod parallel;
+
+use parallel::{Chunks, Line, Parsers};
 
 /// The store file inside the data directory.
 pub(crate) const STORE_FILE: &str = "scan.redb";
@@ -545,6 +553,39 @@ fn read_inputs(
     spares: &Receiver<Batch>,
 ) -> Result<ReadTally> {
     let now = now();
+    thread::scope(|scope| {
+        let mut parsers = Parsers::start(scope, now).context("cannot start the parsing threads")?;
+        read_all(
+            &mut parsers,
+            files,
+            names,
+            batch_size,
+            remote,
+            import,
+            options,
+            prepare,
+            progress,
+            batches,
+            spares,
+        )
+    })
+}
+
+/// [`read_inputs`] with its parsing threads started.
+#[allow(clippy::too_many_arguments)]
+fn read_all(
+    parsers: &mut Parsers<'_>,
+    files: &[PathBuf],
+    names: &[String],
+    batch_size: usize,
+    remote: bool,
+    import: &ImportArgs,
+    options: &periscope_import::Options,
+    prepare: &mut Prepare,
+    progress: &Progress,
+    batches: &SyncSender<Batch>,
+    spares: &Receiver<Batch>,
+) -> Result<ReadTally> {
     let mut tally = ReadTally::default();
     let mut sink = Sink {
         batch: Batch::with_capacity(if remote { 0 } else { batch_size }),
@@ -560,35 +601,45 @@ fn read_inputs(
         let format = resolve_format(import.format, &mut input.reader, name)?;
         let before = (tally.observations(), tally.rejected);
         if format == Format::Jsonl {
-            let mut lines = ObservationLines::new(input.reader, now);
+            let mut chunks = Chunks::new(input.reader);
+            let mut eof = false;
+            parsers.next_input();
             loop {
-                let parsed = match lines.next_line() {
-                    Ok(Some(parsed)) => parsed,
-                    Ok(None) => break,
-                    Err(e) => {
-                        let what = if input.gzip {
-                            "reading (gzip)"
-                        } else {
-                            "reading"
-                        };
-                        return Err(e).with_context(|| format!("{what} {name}"));
-                    }
-                };
-                tally.lines += 1;
-                progress.lines.store(tally.lines, Ordering::Relaxed);
-                match parsed {
-                    Parsed::Blank => tally.blank += 1,
-                    Parsed::Rejected(r) => {
-                        tally.reject(format!("{name}:line {}: {}: {}", r.line, r.field, r.reason))
-                    }
-                    Parsed::Observation(obs) => {
-                        tally.count(&obs);
-                        let origin = (index, lines.number());
-                        if !sink.push(obs, lines.content(), origin, &mut tally.waiting) {
-                            return Ok(tally);
+                // Keep every parsing thread busy; the chunks come back in input order.
+                while !eof && parsers.in_flight() < parsers.capacity() {
+                    let empty = parsers.empty_chunk();
+                    match chunks.next_chunk(empty) {
+                        Ok(Some(chunk)) => parsers.submit(chunk),
+                        Ok(None) => eof = true,
+                        Err(e) => {
+                            let what = if input.gzip {
+                                "reading (gzip)"
+                            } else {
+                                "reading"
+                            };
+                            return Err(e).with_context(|| format!("{what} {name}"));
                         }
                     }
                 }
+                let Some(parsed) = parsers.next() else { break };
+                let chunk = &parsed.chunk;
+                for (i, line) in parsed.lines.into_iter().enumerate() {
+                    tally.lines += 1;
+                    match line {
+                        Line::Blank => tally.blank += 1,
+                        Line::Rejected(r) => tally
+                            .reject(format!("{name}:line {}: {}: {}", r.line, r.field, r.reason)),
+                        Line::Observation(obs) => {
+                            tally.count(&obs);
+                            let origin = (index, chunk.number(i));
+                            if !sink.push(obs, chunk.content(i), origin, &mut tally.waiting) {
+                                return Ok(tally);
+                            }
+                        }
+                    }
+                }
+                progress.lines.store(tally.lines, Ordering::Relaxed);
+                parsers.recycle(parsed.chunk);
                 if progress.failed.load(Ordering::Relaxed) {
                     return Ok(tally);
                 }
