@@ -121,6 +121,7 @@ fn bench_index_over_clickhouse_reports_engine_and_hand_written_sql() {
     let dir = root.join("work");
     let json = root.join("report.json");
     let report = ok(&bench(&dir, &url, &["--json", path_str(&json)]));
+    eprintln!("{report}");
 
     for label in ["ingest:", "clickhouse:", "clickhouse disk:"] {
         assert!(

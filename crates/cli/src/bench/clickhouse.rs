@@ -10,7 +10,8 @@
 //!   dataset through the `ingest` pipeline (from `DIR/observations.jsonl`, or generated again
 //!   into a pipe), timed as the ClickHouse ingest rate; [`disk_bytes`] sums the active parts
 //!   of every node of the cluster.
-//! - **Operations.** [`measure`] makes each call once on the engine and by hand, comparing
+//! - **Operations.** [`measure`] makes each call the timed runs will make (the first
+//!   `--clickhouse-runs` values of an operation) once on the engine and by hand, comparing
 //!   their check values ([`agree`]: a disagreement stops the run), then times them
 //!   alternately, call by call (who goes first alternating too), so the server's noise falls
 //!   on both alike.
@@ -560,8 +561,8 @@ fn agree(engine: &Answer, hand: &HandAnswer) -> std::result::Result<(), String> 
     }
 }
 
-/// A warm-up pass over every value (engine and hand-written SQL must agree), then each
-/// operation's timed runs, engine and hand alternating call by call.
+/// A warm-up pass over the values the runs use (engine and hand-written SQL must agree),
+/// then each operation's timed runs, engine and hand alternating call by call.
 pub(super) fn measure(
     server: &Server,
     ops: &[Op],
@@ -569,8 +570,10 @@ pub(super) fn measure(
     runs: u32,
     heavy_runs: u32,
 ) -> Result<Vec<ChResult>> {
+    let runs_of = |op: &Op| if op.heavy { heavy_runs } else { runs };
     for op in ops {
-        for case in &op.cases {
+        // The values the timed runs use (they cycle through the first ones).
+        for case in op.cases.iter().take(runs_of(op) as usize) {
             let engine = engine_call(server, &case.call, now)
                 .with_context(|| format!("{} {} on the ClickHouse engine", op.name, case.text))?;
             let hand = hand_call(server, &case.call, now)
@@ -586,8 +589,7 @@ pub(super) fn measure(
     }
     let mut results = Vec::with_capacity(ops.len());
     for op in ops {
-        let runs = if op.heavy { heavy_runs } else { runs };
-        let runs = if op.cases.is_empty() { 0 } else { runs };
+        let runs = if op.cases.is_empty() { 0 } else { runs_of(op) };
         eprintln!("bench index: {} on ClickHouse, {runs} runs…", op.name);
         let mut engine = Vec::with_capacity(runs as usize);
         let mut hand = Vec::with_capacity(runs as usize);
@@ -731,4 +733,114 @@ pub(super) fn operation_json(r: &ChResult) -> (Value, Value, Value) {
         r.hand.to_json(),
         json!({ "value": ratio, "ok": ratio.map(|x| x <= RATIO_TARGET) }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use periscope_index::{
+        Count, Exposure, FacetField, FacetGroup, FacetStatus, FacetValue, Facets, SearchPage,
+    };
+    use periscope_model::Port;
+    use periscope_query::{Clause, Resolution};
+
+    use super::*;
+
+    #[test]
+    fn agreement_is_checked_on_every_kind_of_answer() {
+        assert!(agree(&Answer::Count(7), &HandAnswer::Count(7)).is_ok());
+        assert!(agree(&Answer::Count(7), &HandAnswer::Count(6)).is_err());
+
+        let empty = Answer::Search(SearchOutcome::Page(SearchPage {
+            hosts: Vec::new(),
+            has_more: false,
+        }));
+        let none = HandAnswer::Page(by_hand::Page::Hosts {
+            hosts: Vec::new(),
+            has_more: false,
+            rows: 0,
+        });
+        let one = HandAnswer::Page(by_hand::Page::Hosts {
+            hosts: vec![IpAddr::from([192, 0, 2, 1])],
+            has_more: false,
+            rows: 3,
+        });
+        assert!(agree(&empty, &none).is_ok());
+        assert!(agree(&empty, &one).is_err());
+        let broad = Answer::Search(SearchOutcome::TooBroad { matching: 20_000 });
+        assert!(
+            agree(
+                &broad,
+                &HandAnswer::Page(by_hand::Page::TooBroad { matching: 20_000 })
+            )
+            .is_ok()
+        );
+        assert!(agree(&broad, &none).is_err());
+
+        let port = |n| Clause::Port(Port::new(n).expect("port"));
+        let facets = Answer::Facets(Facets {
+            groups: vec![FacetGroup {
+                field: FacetField::Port,
+                status: FacetStatus::Available,
+                items: vec![FacetValue {
+                    value: "22".into(),
+                    clause: port(22),
+                    selected: false,
+                    unique_hosts: Count::exact(3),
+                }],
+            }],
+        });
+        let counts =
+            |n| HandAnswer::Facets(vec![(FacetField::Port, HashMap::from([(port(22), n)]))]);
+        assert!(agree(&facets, &counts(3)).is_ok());
+        assert!(agree(&facets, &counts(2)).is_err());
+        // A value the hand-written SQL found but the engine left out.
+        let more = HandAnswer::Facets(vec![(
+            FacetField::Port,
+            HashMap::from([(port(22), 3), (port(80), 1)]),
+        )]);
+        assert!(agree(&facets, &more).is_err());
+
+        let exposure = Answer::Exposure(Exposure {
+            unique_hosts: Count::exact(5),
+            service_count: 9,
+            resolution: Resolution::Global,
+            buckets: Vec::new(),
+            bounded: false,
+        });
+        let hand = |hosts| {
+            HandAnswer::Exposure(by_hand::Exposure {
+                hosts,
+                services: 9,
+                tiles: BTreeMap::new(),
+            })
+        };
+        assert!(agree(&exposure, &hand(5)).is_ok());
+        assert!(agree(&exposure, &hand(4)).is_err());
+
+        assert!(agree(&Answer::Detail(None), &HandAnswer::Detail(None)).is_ok());
+        assert!(agree(&Answer::Detail(None), &HandAnswer::Detail(Some(2))).is_err());
+        assert!(agree(&Answer::Count(1), &HandAnswer::Detail(None)).is_err());
+    }
+
+    #[test]
+    fn the_load_record_round_trips() {
+        let loaded = Loaded {
+            dataset: Dataset {
+                hosts: 2000,
+                seed: 3,
+                as_of: Timestamp::parse("2026-01-01T00:00:00Z").expect("timestamp"),
+            },
+            database: "bench".into(),
+            cluster: "periscope".into(),
+            rows: Rows {
+                services: 10,
+                facts: 20,
+                domain_scans: 0,
+            },
+        };
+        assert_eq!(Loaded::from_text(&loaded.to_text()), Some(loaded));
+        assert_eq!(Loaded::from_text("hosts=1\n"), None);
+    }
 }
