@@ -406,7 +406,9 @@ fn engine_call(server: &Server, call: &Call, now: Timestamp) -> Result<Answer> {
         Call::Exposure(query, resolution) => {
             Answer::Exposure(e.exposure(query, *resolution, now)?)
         }
-        Call::Detail(ip) => Answer::Detail(e.host_detail(*ip, None, DETAIL_LIMIT, now)?),
+        Call::Detail(ip) => {
+            Answer::Detail(Box::new(e.host_detail(*ip, None, DETAIL_LIMIT, now)?))
+        }
     })
 }
 
@@ -416,7 +418,8 @@ enum Answer {
     Count(u64),
     Facets(periscope_index::Facets),
     Exposure(periscope_index::Exposure),
-    Detail(Option<periscope_index::HostDetail>),
+    /// Boxed: a host is large beside the other answers.
+    Detail(Box<Option<periscope_index::HostDetail>>),
 }
 
 /// A hand-written answer.
@@ -475,6 +478,7 @@ fn agree(engine: &Answer, hand: &HandAnswer) -> std::result::Result<(), String> 
         }
         (Answer::Count(a), HandAnswer::Count(b)) => same(Check::Count(*a), Check::Count(*b)),
         (Answer::Detail(d), HandAnswer::Detail(n)) => {
+            let d: &Option<periscope_index::HostDetail> = d;
             let shown = d.as_ref().map(|d| d.host.services.len());
             let expected = n.map(|n| n.min(DETAIL_LIMIT));
             let more = d.as_ref().is_some_and(|d| d.next.is_some());
@@ -819,8 +823,14 @@ mod tests {
         assert!(agree(&exposure, &hand(5)).is_ok());
         assert!(agree(&exposure, &hand(4)).is_err());
 
-        assert!(agree(&Answer::Detail(None), &HandAnswer::Detail(None)).is_ok());
-        assert!(agree(&Answer::Detail(None), &HandAnswer::Detail(Some(2))).is_err());
+        assert!(agree(&Answer::Detail(Box::new(None)), &HandAnswer::Detail(None)).is_ok());
+        assert!(
+            agree(
+                &Answer::Detail(Box::new(None)),
+                &HandAnswer::Detail(Some(2))
+            )
+            .is_err()
+        );
         assert!(agree(&Answer::Count(1), &HandAnswer::Detail(None)).is_err());
     }
 
