@@ -11,7 +11,8 @@
 //! and counts; exposure: the totals, then tiles with their counts, centroids and countries;
 //! host detail: the host's current services, facts and listing domain scans. Where a person
 //! would take a shortcut the schema allows, these do (a port or protocol is a key column, so a
-//! query naming only those needs no `argMax`; exposure centroids are plain `sum`s in any order, divided by the hosts).
+//! query naming only those needs no `argMax`; exposure centroids are plain `sum`s in any
+//! order, divided by the hosts).
 //!
 //! Each answer carries a check value (the page's addresses, a count, the facet counts, the
 //! tile counts, a host's number of services) that the benchmark compares with the engine's
