@@ -1,7 +1,9 @@
 //! `periscope bench`: measurements of Periscope's parts on this machine.
 //!
 //! This file dispatches the subcommands and holds `bench synth`; `bench index` (ingest,
-//! start-up, memory and query latency of the embedded scan index) lives in [`index`].
+//! start-up, memory and query latency of the embedded scan index) lives in [`index`], and
+//! its ClickHouse part (`--index clickhouse://…`: the same operations on the ClickHouse
+//! engine and as hand-written SQL) in [`clickhouse`].
 //!
 //! `bench synth` runs the synthetic-data generator into a counting sink (no disk) several
 //! times and reports the median, minimum and maximum rate in records and megabytes per second,
@@ -18,6 +20,7 @@ use periscope_synth::{SynthConfig, write_dataset};
 
 use crate::synth::{group, parse_hosts};
 
+mod clickhouse;
 mod index;
 
 /// `periscope bench` subcommands.
@@ -27,7 +30,9 @@ pub(crate) enum Command {
     /// counting sink rather than a disk.
     Synth(SynthArgs),
     /// Measure the embedded scan index: build a synthetic dataset, ingest it, open the
-    /// index, and time a fixed mix of searches, counts, facets, exposure and host details.
+    /// index, and time a fixed mix of searches, counts, facets, exposure and host details;
+    /// with --index clickhouse://…, also on ClickHouse, beside the same questions in
+    /// hand-written SQL.
     Index(index::IndexArgs),
 }
 

@@ -26,6 +26,7 @@
 //!
 //! **Boundary:** SQL in the subset ClickHouse 18.16 and current releases both accept.
 
+pub mod by_hand;
 pub mod client;
 pub mod exposure;
 pub mod facets;

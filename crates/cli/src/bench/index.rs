@@ -43,7 +43,7 @@ use periscope_query::{FilterQuery, Query, Resolution};
 use periscope_synth::{SynthConfig, write_dataset};
 use serde_json::{Value, json};
 
-use super::status_kib;
+use super::{clickhouse, status_kib};
 use crate::ingest::{DEFAULT_BATCH, STORE_FILE, ingest_paths, ingest_synthetic};
 use crate::synth::{group, now, parse_as_of, parse_hosts};
 
@@ -56,9 +56,9 @@ const VALUES_PER_OP: usize = 50;
 /// Host records drawn from the store to take values from.
 const SAMPLED_HOSTS: u64 = 1_000;
 /// Hosts per search page: the API's default `limit`.
-const PAGE_LIMIT: usize = 25;
+pub(super) const PAGE_LIMIT: usize = 25;
 /// Services per host-detail page: the largest `limit`.
-const DETAIL_LIMIT: usize = 20;
+pub(super) const DETAIL_LIMIT: usize = 20;
 /// A host-detail host should have at least this many services.
 const DETAIL_MIN_SERVICES: usize = 3;
 /// Broad single clauses: first pages and counts cycle through them.
@@ -145,18 +145,32 @@ pub(crate) struct IndexArgs {
     /// in DIR keeps the batch and a later --reuse loads it as one base) [default: none].
     #[arg(long, value_name = "N")]
     delta_batch: Option<u64>,
+    /// Also measure the ClickHouse scan index at URL
+    /// (clickhouse://USER@HOST:PORT/DATABASE?cluster=NAME, as for ingest --index; user, port
+    /// and cluster optional): the dataset is loaded into it too (its database must be empty,
+    /// unless --reuse and DIR records loading this dataset into it), and every operation runs
+    /// on the embedded index, on the ClickHouse engine and as hand-written SQL on the same
+    /// server.
+    #[arg(long, value_name = "URL", conflicts_with = "delta_batch")]
+    index: Option<String>,
+    /// Timed runs of each fast operation on ClickHouse, engine and hand-written SQL each.
+    #[arg(long, value_name = "R", default_value_t = 20)]
+    clickhouse_runs: u32,
+    /// Timed runs of facets and exposure on ClickHouse, engine and hand-written SQL each.
+    #[arg(long, value_name = "R", default_value_t = 3)]
+    clickhouse_heavy_runs: u32,
 }
 
 /// What a dataset was built from; `DIR/dataset.txt`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Dataset {
-    hosts: u64,
-    seed: u64,
-    as_of: Timestamp,
+pub(super) struct Dataset {
+    pub(super) hosts: u64,
+    pub(super) seed: u64,
+    pub(super) as_of: Timestamp,
 }
 
 impl Dataset {
-    fn to_text(self) -> String {
+    pub(super) fn to_text(self) -> String {
         format!(
             "# written by periscope bench index once DIR/data held the whole dataset\n\
              hosts={}\nseed={}\nas_of={}\n",
@@ -164,7 +178,7 @@ impl Dataset {
         )
     }
 
-    fn from_text(text: &str) -> Option<Self> {
+    pub(super) fn from_text(text: &str) -> Option<Self> {
         let value = |key: &str| {
             text.lines()
                 .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
@@ -256,7 +270,7 @@ const MEMORY_TARGET: Target = Target::Bytes(4 << 30);
 
 /// One call to the index.
 #[derive(Debug)]
-enum Call {
+pub(super) enum Call {
     /// The first page of a search.
     Search(Query),
     /// A count.
@@ -271,19 +285,55 @@ enum Call {
 
 /// One value of an operation: its text, the call, and how many hosts it matches.
 #[derive(Debug)]
-struct Case {
-    text: String,
-    call: Call,
+pub(super) struct Case {
+    pub(super) text: String,
+    pub(super) call: Call,
     matched: u64,
 }
 
 /// One measured operation.
 #[derive(Debug)]
-struct Op {
-    name: &'static str,
+pub(super) struct Op {
+    pub(super) name: &'static str,
     target: Option<Target>,
     runs: u32,
-    cases: Vec<Case>,
+    /// Facets and exposure: `--heavy-runs` (and `--clickhouse-heavy-runs`).
+    pub(super) heavy: bool,
+    pub(super) cases: Vec<Case>,
+}
+
+/// Latencies of one operation's timed calls.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Times {
+    pub(super) runs: u32,
+    pub(super) p50: Duration,
+    pub(super) p99: Duration,
+    pub(super) min: Duration,
+    pub(super) max: Duration,
+}
+
+impl Times {
+    /// The figures of `times`.
+    pub(super) fn of(mut times: Vec<Duration>) -> Self {
+        times.sort();
+        Self {
+            runs: u32::try_from(times.len()).unwrap_or(u32::MAX),
+            p50: percentile(&times, 0.50),
+            p99: percentile(&times, 0.99),
+            min: times.first().copied().unwrap_or_default(),
+            max: times.last().copied().unwrap_or_default(),
+        }
+    }
+
+    pub(super) fn to_json(self) -> Value {
+        json!({
+            "runs": self.runs,
+            "p50_ms": ms(self.p50),
+            "p99_ms": ms(self.p99),
+            "min_ms": ms(self.min),
+            "max_ms": ms(self.max),
+        })
+    }
 }
 
 /// The figures of one operation.
@@ -302,31 +352,79 @@ struct OpResult {
     target: Option<Target>,
 }
 
+impl OpResult {
+    fn times(&self) -> Times {
+        Times {
+            runs: self.runs,
+            p50: self.p50,
+            p99: self.p99,
+            min: self.min,
+            max: self.max,
+        }
+    }
+}
+
 /// Runs `periscope bench index`.
 pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
     if args.runs == 0 || args.heavy_runs == 0 {
         bail!("--runs and --heavy-runs must be at least 1");
     }
+    if args.clickhouse_runs == 0 || args.clickhouse_heavy_runs == 0 {
+        bail!("--clickhouse-runs and --clickhouse-heavy-runs must be at least 1");
+    }
     let dir = work_dir(args)?;
     let data = dir.join(DATA_DIR);
-    let (dataset, built) = if args.reuse && !is_empty_dir(&dir)? {
-        (reused_dataset(&dir, args)?, None)
+    let reused = args.reuse && !is_empty_dir(&dir)?;
+    let dataset = if reused {
+        reused_dataset(&dir, args)?
     } else {
-        let dataset = Dataset {
+        Dataset {
             hosts: args.hosts.unwrap_or(DEFAULT_HOSTS),
             seed: args.seed.unwrap_or(DEFAULT_SEED),
             as_of: args.as_of.unwrap_or_else(|| now().start_of_day()),
-        };
-        let fate = if args.stream {
-            InputFate::Streamed
-        } else if args.keep_input {
+        }
+    };
+    // ClickHouse is checked before the (long) embedded ingest, so a refusal comes first.
+    let server = args.index.as_deref().map(clickhouse::open).transpose()?;
+    let must_load = match &server {
+        Some(server) => clickhouse::check_holds(server, &dir, dataset, args.reuse)?,
+        None => false,
+    };
+    let fate = if args.stream {
+        InputFate::Streamed
+    } else if args.keep_input {
+        InputFate::Kept
+    } else {
+        InputFate::Deleted
+    };
+    // The input file stays until ClickHouse has read it too.
+    let delete_after_load = must_load && fate == InputFate::Deleted;
+    let built = if reused {
+        None
+    } else {
+        let kept = if delete_after_load {
             InputFate::Kept
         } else {
-            InputFate::Deleted
+            fate
         };
-        let built = build_dataset(&dir, &data, dataset, fate)?;
-        (dataset, Some(built))
+        let mut built = build_dataset(&dir, &data, dataset, kept)?;
+        built.input = fate;
+        Some(built)
     };
+    let load = match &server {
+        Some(server) if must_load => {
+            let input = dir.join(INPUT_FILE);
+            let from_file = input.is_file().then_some(input.as_path());
+            let load = clickhouse::load(server, &dir, dataset, from_file)?;
+            if delete_after_load && !reused {
+                fs::remove_file(&input)
+                    .with_context(|| format!("cannot delete the input {}", input.display()))?;
+            }
+            Some(load)
+        }
+        _ => None,
+    };
+    let clickhouse_disk = server.as_ref().map(clickhouse::disk_bytes).transpose()?;
     let rss_before = status_kib("VmRSS");
 
     let started = Instant::now();
@@ -365,6 +463,25 @@ pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
     );
     let results = measure(&index, &ops, dataset.as_of)?;
     drop(index);
+    let clickhouse_run = match (server, clickhouse_disk) {
+        (Some(server), Some(disk_bytes)) => {
+            eprintln!("bench index: the same operations on ClickHouse, engine and by hand…");
+            let results = clickhouse::measure(
+                &server,
+                &ops,
+                dataset.as_of,
+                args.clickhouse_runs,
+                args.clickhouse_heavy_runs,
+            )?;
+            Some(clickhouse::ChRun {
+                location: server.location().clone(),
+                load,
+                disk_bytes,
+                results,
+            })
+        }
+        _ => None,
+    };
     let delta = match args.delta_batch {
         Some(n) => Some(delta_refresh(&live, dataset, n, &ops)?),
         None => None,
@@ -393,10 +510,29 @@ pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
     if let Some(delta) = &delta {
         write_delta_report(&mut out, delta)?;
     }
+    if let Some(run) = &clickhouse_run {
+        writeln!(out)?;
+        clickhouse::write_setup(&mut out, run)?;
+        let names: Vec<&str> = results.iter().map(|r| r.name).collect();
+        let embedded: Vec<Times> = results.iter().map(OpResult::times).collect();
+        clickhouse::write_table(&mut out, &names, &embedded, run)?;
+    }
     out.flush()?;
     if let Some(path) = &args.json {
         let mut report = to_json(&setup, &results);
         report["delta_refresh"] = delta.as_ref().map_or(Value::Null, delta_json);
+        if let Some(run) = &clickhouse_run {
+            report["clickhouse"] = clickhouse::to_json(run);
+            if let Some(ops) = report["operations"].as_array_mut() {
+                for ((op, r), ch) in ops.iter_mut().zip(&results).zip(&run.results) {
+                    let (engine, hand, ratio) = clickhouse::operation_json(ch);
+                    op["embedded"] = r.times().to_json();
+                    op["clickhouse"] = engine;
+                    op["by_hand"] = hand;
+                    op["ratio"] = ratio;
+                }
+            }
+        }
         let text = serde_json::to_string_pretty(&report).context("encoding the JSON report")?;
         fs::write(path, text + "\n")
             .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
@@ -769,49 +905,55 @@ fn plan(
         })
         .collect::<Result<Vec<_>>>()?;
 
-    let op = |name, target, runs, cases| Op {
+    let op = |name, target, is_heavy: bool, cases| Op {
         name,
         target,
-        runs,
+        runs: if is_heavy { heavy } else { runs },
+        heavy: is_heavy,
         cases,
     };
     let ms = |ms| Some(Target::P50Ms(ms));
     let ops = vec![
-        op("exact-ipv4", ms(1.0), runs, searches(index, exact4, now)?),
-        op("exact-ipv6", ms(1.0), runs, searches(index, exact6, now)?),
-        op("cidr-24", ms(1.0), runs, searches(index, cidrs, now)?),
-        op("asn", ms(1.0), runs, searches(index, asns, now)?),
-        op("domain", None, runs, searches(index, domains, now)?),
+        op("exact-ipv4", ms(1.0), false, searches(index, exact4, now)?),
+        op("exact-ipv6", ms(1.0), false, searches(index, exact6, now)?),
+        op("cidr-24", ms(1.0), false, searches(index, cidrs, now)?),
+        op("asn", ms(1.0), false, searches(index, asns, now)?),
+        op("domain", None, false, searches(index, domains, now)?),
         op(
             "broad-first-page",
             ms(5.0),
-            runs,
+            false,
             searches(index, broad, now)?,
         ),
-        op("three-clause", ms(20.0), runs, searches(index, three, now)?),
-        op("organization", None, runs, searches(index, orgs, now)?),
-        op("product", None, runs, searches(index, products, now)?),
-        op("count", ms(10.0), runs, counts),
-        op("facets", ms(150.0), heavy, facets),
+        op(
+            "three-clause",
+            ms(20.0),
+            false,
+            searches(index, three, now)?,
+        ),
+        op("organization", None, false, searches(index, orgs, now)?),
+        op("product", None, false, searches(index, products, now)?),
+        op("count", ms(10.0), false, counts),
+        op("facets", ms(150.0), true, facets),
         op(
             "exposure-global",
             ms(150.0),
-            heavy,
+            true,
             exposure(Resolution::Global),
         ),
         op(
             "exposure-regional",
             ms(150.0),
-            heavy,
+            true,
             exposure(Resolution::Regional),
         ),
         op(
             "exposure-local",
             ms(150.0),
-            heavy,
+            true,
             exposure(Resolution::Local),
         ),
-        op("host-detail", ms(1.0), runs, details),
+        op("host-detail", ms(1.0), false, details),
     ];
     Ok((ops, fraction))
 }
@@ -1021,7 +1163,7 @@ struct Setup<'a> {
     third: f64,
 }
 
-fn ms(d: Duration) -> f64 {
+pub(super) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
