@@ -429,7 +429,12 @@ impl ByHand {
     /// facts and the domain scans listing it; `None` when it has no current service.
     pub fn host_detail(&self, ip: IpAddr, now: Timestamp) -> Result<Option<usize>, ByHandError> {
         let db = &self.db;
-        let key = sql::key(ip_order_key(ip.to_canonical()));
+        // A FixedString(16) constant: `has` wants the array's element type, where `IN` and
+        // comparisons convert a plain literal.
+        let key = format!(
+            "toFixedString({}, 16)",
+            sql::key(ip_order_key(ip.to_canonical()))
+        );
         let services = self.client.rows(&format!(
             "SELECT port, protocol, argMax(record, {NEWEST}) FROM {db}.services \
              WHERE addr = {key} AND observed_at >= {} GROUP BY port, protocol \
