@@ -14,7 +14,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{command, scratch, text};
+use common::{failed, ok, scratch, without_index_env};
 use periscope_clickhouse::testing::Cluster;
 
 /// Every operation of the report, in order.
@@ -47,13 +47,6 @@ fn index_url(cluster: &Cluster, db: &str) -> String {
     )
 }
 
-fn run(args: &[&str]) -> Output {
-    let mut cmd = command(args);
-    cmd.env_remove("PERISCOPE_INDEX_URL")
-        .env_remove("PERISCOPE_CONFIG");
-    cmd.output().unwrap()
-}
-
 /// `bench index` at 2,000 hosts into `dir` over `url`, few runs, with `extra` arguments.
 fn bench(dir: &Path, url: &str, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -77,30 +70,7 @@ fn bench(dir: &Path, url: &str, extra: &[&str]) -> Output {
         url,
     ];
     args.extend_from_slice(extra);
-    run(&args)
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
-}
-
-/// Standard error of a run that must have failed with status 2.
-fn failed(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "stdout:\n{}\nstderr:\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stderr)
+    without_index_env(&args)
 }
 
 fn positive(value: &serde_json::Value, what: &str) -> f64 {
@@ -203,9 +173,9 @@ fn a_database_holding_other_data_is_refused() {
         return;
     };
     let url = index_url(&cluster, "taken");
-    ok(&run(&["clickhouse", "init", "--index", &url]));
+    ok(&without_index_env(&["clickhouse", "init", "--index", &url]));
     let data = root.join("other.jsonl");
-    ok(&run(&[
+    ok(&without_index_env(&[
         "synth",
         "--hosts",
         "50",
@@ -214,7 +184,12 @@ fn a_database_holding_other_data_is_refused() {
         "--out",
         path_str(&data),
     ]));
-    ok(&run(&["ingest", "--index", &url, path_str(&data)]));
+    ok(&without_index_env(&[
+        "ingest",
+        "--index",
+        &url,
+        path_str(&data),
+    ]));
 
     let dir = root.join("work");
     let refused = failed(&bench(&dir, &url, &[]));

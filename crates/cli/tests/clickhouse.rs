@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, SystemTime};
 
-use common::{command, periscope, scratch, text};
+use common::{command, failed, ok, periscope, scratch, text, without_index_env};
 use periscope_clickhouse::testing::Cluster;
 use periscope_clickhouse::{ClickHouseIndex, SCHEMA_VERSION};
 use periscope_index::api::{ScanIndex, SearchOutcome, SearchRequest};
@@ -47,40 +47,10 @@ fn index_url(cluster: &Cluster, db: &str) -> String {
     format!("{}/{db}", node(cluster, 0))
 }
 
-fn run(args: &[&str]) -> Output {
-    let mut cmd = command(args);
-    cmd.env_remove("PERISCOPE_INDEX_URL")
-        .env_remove("PERISCOPE_CONFIG");
-    cmd.output().unwrap()
-}
-
 fn init(cluster: &Cluster, db: &str) -> Output {
     let url = index_url(cluster, db);
     let other = node(cluster, 1);
-    run(&["clickhouse", "init", "--index", &url, "--node", &other])
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
-}
-
-/// Standard error of a run that must have failed with status 2.
-fn failed(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "stdout:\n{}\nstderr:\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stderr)
+    without_index_env(&["clickhouse", "init", "--index", &url, "--node", &other])
 }
 
 fn query_one(cluster: &Cluster, i: usize, sql: &str) -> String {
@@ -95,7 +65,7 @@ fn init_creates_the_schema_on_every_node_once_and_refuses_other_versions() {
     let url = index_url(&cluster, "scans");
 
     // One node of a two-shard cluster is not enough: what is missing is said.
-    let err = failed(&run(&["clickhouse", "init", "--index", &url]));
+    let err = failed(&without_index_env(&["clickhouse", "init", "--index", &url]));
     assert!(
         err.contains("cluster periscope has 2 shards") && err.contains("but 1 node was given"),
         "{err}"
@@ -152,7 +122,7 @@ fn init_creates_the_schema_on_every_node_once_and_refuses_other_versions() {
         );
     }
     let other = node(&cluster, 1);
-    let status = ok(&run(&[
+    let status = ok(&without_index_env(&[
         "clickhouse",
         "status",
         "--index",
@@ -191,7 +161,7 @@ fn init_creates_the_schema_on_every_node_once_and_refuses_other_versions() {
         "{err}"
     );
     let url_newer = format!("{}/newer", node(&cluster, 1));
-    let out = run(&["clickhouse", "status", "--index", &url_newer]);
+    let out = without_index_env(&["clickhouse", "status", "--index", &url_newer]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     assert!(text(&out.stdout).contains(&format!("schema version {newer}")));
     let synth = dir.join("synth.jsonl");
@@ -204,7 +174,12 @@ fn init_creates_the_schema_on_every_node_once_and_refuses_other_versions() {
     ]));
     // Through either node: the first node's version is checked, and every server's.
     for url in [url_newer.clone(), index_url(&cluster, "newer")] {
-        let err = failed(&run(&["ingest", "--index", &url, synth.to_str().unwrap()]));
+        let err = failed(&without_index_env(&[
+            "ingest",
+            "--index",
+            &url,
+            synth.to_str().unwrap(),
+        ]));
         assert!(
             err.contains(&format!("holds schema version {newer}")),
             "{err}"
@@ -231,7 +206,7 @@ fn init_creates_the_schema_on_every_node_once_and_refuses_other_versions() {
     );
 
     // Ingest into a database without the schema says what to run.
-    let err = failed(&run(&[
+    let err = failed(&without_index_env(&[
         "ingest",
         "--index",
         &index_url(&cluster, "empty"),
@@ -446,11 +421,11 @@ fn ingest_into_clickhouse_answers_as_the_embedded_store_with_the_same_report() {
     let mut args: Vec<&str> = vec!["ingest", "--batch", "300", "--data", data.to_str().unwrap()];
     args.extend(ZGRAB2_PORTS);
     args.extend(files.iter().map(String::as_str));
-    let local = ok(&run(&args));
+    let local = ok(&without_index_env(&args));
     let mut args: Vec<&str> = vec!["ingest", "--batch", "300", "--index", &url];
     args.extend(ZGRAB2_PORTS);
     args.extend(files.iter().map(String::as_str));
-    let remote = ok(&run(&args));
+    let remote = ok(&without_index_env(&args));
     assert!(
         remote.contains("index:             ClickHouse at"),
         "{remote}"
@@ -468,7 +443,7 @@ fn ingest_into_clickhouse_answers_as_the_embedded_store_with_the_same_report() {
     assert!(found > 100, "the queries found {found} hosts");
 
     // Ingesting the same files again writes every row twice and changes no answer.
-    ok(&run(&args));
+    ok(&without_index_env(&args));
     assert_eq!(same_answers(&reference, &engine, at), found);
 
     // The configuration's [index] url is used when --index is not given.
@@ -482,7 +457,7 @@ fn ingest_into_clickhouse_answers_as_the_embedded_store_with_the_same_report() {
     let mut args: Vec<&str> = vec!["ingest", "--config", config.to_str().unwrap()];
     args.extend(ZGRAB2_PORTS);
     args.extend(files.iter().map(String::as_str));
-    let configured = ok(&run(&args));
+    let configured = ok(&without_index_env(&args));
     assert_eq!(comparable(&configured), comparable(&local));
     assert_eq!(
         same_answers(&reference, &clickhouse(&cluster, "configured"), at),
@@ -499,7 +474,12 @@ fn ingest_stopped_by_a_clickhouse_outage_fails_clearly_and_a_rerun_completes_it(
     let files = inputs(&dir, 3000);
     let synth = &files[0];
     let data = dir.join("data");
-    ok(&run(&["ingest", "--data", data.to_str().unwrap(), synth]));
+    ok(&without_index_env(&[
+        "ingest",
+        "--data",
+        data.to_str().unwrap(),
+        synth,
+    ]));
     let url = index_url(&cluster, "scans");
     let args = ["ingest", "--batch", "100", "--index", &url, synth];
 
@@ -561,7 +541,7 @@ fn ingest_stopped_by_a_clickhouse_outage_fails_clearly_and_a_rerun_completes_it(
     // The node the URL names stopped: it is named as unreachable.
     cluster.restart(1);
     cluster.stop(0);
-    let err = failed(&run(&args));
+    let err = failed(&without_index_env(&args));
     assert!(
         err.contains(&format!(
             "ClickHouse at {} cannot be reached",
@@ -572,7 +552,7 @@ fn ingest_stopped_by_a_clickhouse_outage_fails_clearly_and_a_rerun_completes_it(
 
     // Back up: the same command completes the ingest, with the embedded answers.
     cluster.restart(0);
-    ok(&run(&args));
+    ok(&without_index_env(&args));
     let at = now();
     let found = same_answers(&embedded(&data, at), &clickhouse(&cluster, "scans"), at);
     assert!(found > 100, "the queries found {found} hosts");

@@ -34,7 +34,7 @@ pub const FACT_POSITION: u8 = 3;
 /// `fact` of the reverse-DNS row.
 pub const FACT_REVERSE_DNS: u8 = 4;
 
-/// The TabSeparated rows of a batch, one buffer per table ([`Rows::finish`]).
+/// The TabSeparated rows of a batch, one buffer per table ([`Batch::finish`]).
 #[derive(Debug, Default)]
 pub struct Rows {
     /// `services` rows.

@@ -48,3 +48,36 @@ pub fn scratch(test: &str) -> PathBuf {
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// Runs the binary with `args`, isolated also from the caller's ClickHouse index and
+/// configuration file (`PERISCOPE_INDEX_URL`, `PERISCOPE_CONFIG`).
+pub fn without_index_env(args: &[&str]) -> Output {
+    let mut cmd = command(args);
+    cmd.env_remove("PERISCOPE_INDEX_URL")
+        .env_remove("PERISCOPE_CONFIG");
+    cmd.output().expect("the binary runs")
+}
+
+/// Standard output of a run that must have succeeded.
+pub fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Standard error of a run that must have failed with status 2.
+pub fn failed(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "stdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stderr)
+}
