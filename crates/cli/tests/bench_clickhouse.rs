@@ -14,31 +14,8 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{failed, ok, scratch, without_index_env};
+use common::{OPERATIONS, failed, ok, path_str, scratch, without_index_env};
 use periscope_clickhouse::testing::Cluster;
-
-/// Every operation of the report, in order.
-const OPERATIONS: [&str; 15] = [
-    "exact-ipv4",
-    "exact-ipv6",
-    "cidr-24",
-    "asn",
-    "domain",
-    "broad-first-page",
-    "three-clause",
-    "organization",
-    "product",
-    "count",
-    "facets",
-    "exposure-global",
-    "exposure-regional",
-    "exposure-local",
-    "host-detail",
-];
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().expect("UTF-8 path")
-}
 
 fn index_url(cluster: &Cluster, db: &str) -> String {
     format!(

@@ -8,30 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{periscope, scratch, text};
-
-/// Every operation of the report, in order.
-const OPERATIONS: [&str; 15] = [
-    "exact-ipv4",
-    "exact-ipv6",
-    "cidr-24",
-    "asn",
-    "domain",
-    "broad-first-page",
-    "three-clause",
-    "organization",
-    "product",
-    "count",
-    "facets",
-    "exposure-global",
-    "exposure-regional",
-    "exposure-local",
-    "host-detail",
-];
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().expect("UTF-8 path")
-}
+use common::{OPERATIONS, path_str, periscope, scratch, text};
 
 /// Runs the benchmark into `dir` with `extra` arguments; returns standard output.
 fn bench(dir: &Path, extra: &[&str]) -> String {

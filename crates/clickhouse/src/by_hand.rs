@@ -35,7 +35,7 @@ use periscope_scan::store::IndexConfig;
 
 use crate::client::{Client, ClientError};
 use crate::rows::{FACT_ENRICHMENT, FACT_LOCATION, FACT_POSITION, FACT_REVERSE_DNS, RESOLUTIONS};
-use crate::schema::SchemaError;
+use crate::schema::{self, SchemaError};
 use crate::sql;
 
 /// The newest row of a key: the order every table's current value is taken by.
@@ -174,8 +174,7 @@ impl ByHand {
     /// The questions over `database` through `client`, with the engine's configuration
     /// (retention, the too-broad bound).
     pub fn new(client: Client, database: &str, config: IndexConfig) -> Result<Self, SchemaError> {
-        let db = sql::identifier(database)
-            .ok_or_else(|| SchemaError::Identifier(database.to_owned()))?;
+        let db = schema::database(database)?;
         Ok(Self {
             client,
             db: db.to_owned(),
@@ -185,6 +184,20 @@ impl ByHand {
 
     fn cutoff(&self, now: Timestamp) -> i64 {
         now.unix().saturating_sub(self.config.retention_secs)
+    }
+
+    /// Conditions on raw `services` rows: inside the retention window and, with `range`,
+    /// between its two keys.
+    fn row_filters(&self, range: Option<(u128, u128)>, now: Timestamp) -> Vec<String> {
+        let mut rows = vec![format!("observed_at >= {}", self.cutoff(now))];
+        if let Some((low, high)) = range {
+            rows.push(format!(
+                "addr BETWEEN {} AND {}",
+                sql::key(low),
+                sql::key(high)
+            ));
+        }
+        rows
     }
 
     /// The current services `(addr, port, protocol, <aliases>)` with a row in `[low, high]`
@@ -198,14 +211,7 @@ impl ByHand {
         now: Timestamp,
     ) -> String {
         let db = &self.db;
-        let mut rows = vec![format!("observed_at >= {}", self.cutoff(now))];
-        if let Some((low, high)) = range {
-            rows.push(format!(
-                "addr BETWEEN {} AND {}",
-                sql::key(low),
-                sql::key(high)
-            ));
-        }
+        let mut rows = self.row_filters(range, now);
         let mut having = Vec::new();
         for clause in clauses {
             match clause {
@@ -329,14 +335,7 @@ impl ByHand {
         } else {
             // Port and protocol are key columns: any row of the service inside the window
             // makes it current, so no argMax is needed.
-            let mut rows = vec![format!("observed_at >= {}", self.cutoff(now))];
-            if let Some((low, high)) = range {
-                rows.push(format!(
-                    "addr BETWEEN {} AND {}",
-                    sql::key(low),
-                    sql::key(high)
-                ));
-            }
+            let mut rows = self.row_filters(range, now);
             for clause in &clauses {
                 match clause {
                     Clause::Port(p) => rows.push(format!("port = {}", p.get())),

@@ -108,8 +108,7 @@ impl ClickHouseIndex {
         config: IndexConfig,
         timeout: Duration,
     ) -> Result<Self, SchemaError> {
-        let db = sql::identifier(database)
-            .ok_or_else(|| SchemaError::Identifier(database.to_owned()))?;
+        let db = schema::database(database)?;
         Ok(Self {
             client: Client::new(url, timeout)?,
             db: db.to_owned(),
@@ -123,8 +122,7 @@ impl ClickHouseIndex {
         database: &str,
         config: IndexConfig,
     ) -> Result<Self, SchemaError> {
-        let db = sql::identifier(database)
-            .ok_or_else(|| SchemaError::Identifier(database.to_owned()))?;
+        let db = schema::database(database)?;
         Ok(Self {
             client,
             db: db.to_owned(),

@@ -75,6 +75,11 @@ pub enum SchemaError {
     Identifier(String),
 }
 
+/// `database` as an identifier to write into statements, or [`SchemaError::Identifier`].
+pub fn database(database: &str) -> Result<&str, SchemaError> {
+    sql::identifier(database).ok_or_else(|| SchemaError::Identifier(database.to_owned()))
+}
+
 /// The statements creating the tables on one node, in order.
 pub fn statements(database: &str, cluster: &str) -> Vec<String> {
     let db = database;
@@ -125,8 +130,7 @@ pub fn statements(database: &str, cluster: &str) -> Vec<String> {
 /// Creates (or finds) the schema on every node of the cluster: `nodes` are the nodes'
 /// clients, `cluster` the `remote_servers` name listing them.
 pub fn init(nodes: &[Client], database: &str, cluster: &str) -> Result<(), SchemaError> {
-    let db =
-        sql::identifier(database).ok_or_else(|| SchemaError::Identifier(database.to_owned()))?;
+    let db = self::database(database)?;
     let cluster =
         sql::identifier(cluster).ok_or_else(|| SchemaError::Identifier(cluster.to_owned()))?;
     for node in nodes {

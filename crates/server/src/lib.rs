@@ -53,7 +53,7 @@ use periscope_api::{App, IndexGauge, IndexProbe, RateLimit, server};
 use periscope_index::{LiveIndex, Opened, ScanIndex};
 use periscope_model::Timestamp;
 use periscope_resolve::{DnsResolver, Resolver};
-use periscope_service::{Clock, Limits, SearchService, SystemClock};
+use periscope_service::{Clock, Limits, SearchService, SystemClock, error_chain};
 use periscope_signin::{ClientConfig, Config as SignInConfig, MailConfig, SignIn};
 use periscope_state::{DailyLimit, Email, NewAccount, State};
 use periscope_web::{Web, WebConfig};
@@ -687,16 +687,4 @@ pub async fn shutdown_signal() {
         () = interrupt => {},
         () = terminate => {},
     }
-}
-
-/// An error and its sources on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }

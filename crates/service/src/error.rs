@@ -147,7 +147,7 @@ impl From<IndexError> for ServiceError {
 }
 
 /// An error and its sources on one line.
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

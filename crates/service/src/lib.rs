@@ -46,7 +46,7 @@ use periscope_state::{
     Access, Account, AuditSink, Channel, DailyLimit, KeyId, PlanSource, State, Usage, UtcDay,
 };
 
-pub use error::{FieldViolation, Result, ServiceError};
+pub use error::{FieldViolation, Result, ServiceError, error_chain};
 pub use gate::Gate;
 pub use ops::{DetailRequest, ExposureRequest, FacetsAnswer, SearchAnswer, SearchRequest};
 pub use periscope_resolve::{DomainResolution, Resolver};

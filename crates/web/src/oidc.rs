@@ -124,18 +124,6 @@ pub(crate) struct Identity {
     pub(crate) id_token: String,
 }
 
-/// One line for an error and its sources.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
-}
-
 impl RelyingParty {
     /// Sends one request to the provider, to the internal origin when one is configured.
     pub(crate) async fn send(&self, mut request: HttpRequest) -> Result<HttpResponse, HttpError> {
@@ -170,7 +158,9 @@ impl RelyingParty {
         let metadata =
             ProviderMetadataWithLogout::discover_async(self.issuer.clone(), &ProviderHttp(self))
                 .await
-                .map_err(|e| OidcError::Unavailable(self.explain(&chain(&e))))?;
+                .map_err(|e| {
+                    OidcError::Unavailable(self.explain(&periscope_service::error_chain(&e)))
+                })?;
         let end_session = metadata
             .additional_metadata()
             .end_session_endpoint
@@ -229,14 +219,16 @@ impl Provider {
             .request_async(&ProviderHttp(rp))
             .await
             .map_err(|e| match e {
-                RequestTokenError::Request(e) => OidcError::Unavailable(rp.explain(&chain(&e))),
+                RequestTokenError::Request(e) => {
+                    OidcError::Unavailable(rp.explain(&periscope_service::error_chain(&e)))
+                }
                 RequestTokenError::ServerResponse(e) => OidcError::Refused(format!(
                     "the sign-in service refused the code: {}",
                     e.error()
                 )),
                 other => OidcError::Refused(format!(
                     "the sign-in service's token answer is not usable: {}",
-                    chain(&other)
+                    periscope_service::error_chain(&other)
                 )),
             })?;
         let raw = tokens

@@ -4,7 +4,7 @@
 #![allow(dead_code)] // Each test crate uses its own subset.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// The binary with `args`, isolated from the caller's `PERISCOPE_DATA`.
@@ -80,4 +80,28 @@ pub fn failed(out: &Output) -> String {
         text(&out.stderr)
     );
     text(&out.stderr)
+}
+
+/// Every operation of the `bench index` report, in order.
+pub const OPERATIONS: [&str; 15] = [
+    "exact-ipv4",
+    "exact-ipv6",
+    "cidr-24",
+    "asn",
+    "domain",
+    "broad-first-page",
+    "three-clause",
+    "organization",
+    "product",
+    "count",
+    "facets",
+    "exposure-global",
+    "exposure-regional",
+    "exposure-local",
+    "host-detail",
+];
+
+/// A path as text (the tests' paths are UTF-8).
+pub fn path_str(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
 }
