@@ -63,12 +63,12 @@ use crate::convert::{
     EnrichArgs, ImportArgs, Prepare, nothing_read, resolve_format, write_not_mapped,
 };
 use crate::ingest_socket::{FRAME_TARGET, ServerConnection};
-use crate::lines::{Rejection, open_input};
+use crate::lines::{Parsed, Rejection, open_input};
 use crate::synth::{group, now};
 
 mod parallel;
 
-use parallel::{Chunks, Line, Parsers};
+use parallel::{Chunks, Parsers};
 
 /// The store file inside the data directory.
 pub(crate) const STORE_FILE: &str = "scan.redb";
@@ -626,10 +626,10 @@ fn read_all(
                 for (i, line) in parsed.lines.into_iter().enumerate() {
                     tally.lines += 1;
                     match line {
-                        Line::Blank => tally.blank += 1,
-                        Line::Rejected(r) => tally
+                        Parsed::Blank => tally.blank += 1,
+                        Parsed::Rejected(r) => tally
                             .reject(format!("{name}:line {}: {}: {}", r.line, r.field, r.reason)),
-                        Line::Observation(obs) => {
+                        Parsed::Observation(obs) => {
                             tally.count(&obs);
                             let origin = (index, chunk.number(i));
                             if !sink.push(obs, chunk.content(i), origin, &mut tally.waiting) {

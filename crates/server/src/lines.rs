@@ -101,25 +101,7 @@ impl<R: BufRead> ObservationLines<R> {
         let mut content = self.line.as_slice();
         content = content.strip_suffix(b"\n").unwrap_or(content);
         content = content.strip_suffix(b"\r").unwrap_or(content);
-        if content.len() > MAX_LINE_BYTES {
-            return Ok(Some(self.reject_whole(n, too_long())));
-        }
-        let text = match std::str::from_utf8(content) {
-            Ok(text) => text,
-            Err(e) => {
-                let reason = format!("not UTF-8 (invalid byte at column {})", e.valid_up_to() + 1);
-                return Ok(Some(self.reject_whole(n, reason)));
-            }
-        };
-        Ok(Some(match self.reader.read_line(text) {
-            Ok(None) => Parsed::Blank,
-            Ok(Some(obs)) => Parsed::Observation(obs),
-            Err(e) => Parsed::Rejected(Rejection {
-                line: n,
-                field: e.field,
-                reason: e.reason,
-            }),
-        }))
+        Ok(Some(parse_content(&mut self.reader, n, content)))
     }
 
     /// The 1-based number of the line [`Self::next_line`] read last.
@@ -137,10 +119,44 @@ impl<R: BufRead> ObservationLines<R> {
 
     /// Rejects line `n` before the observation reader saw it.
     fn reject_whole(&mut self, n: u64, reason: String) -> Parsed {
-        // Keep the reader's line count in step with ours.
-        let _ = self.reader.read_line("");
-        Parsed::Rejected(Rejection::whole_line(n, reason))
+        reject_whole(&mut self.reader, n, reason)
     }
+}
+
+/// What line `n` of an input holds, given its `content` without the line end: rejected when
+/// longer than the format's bound or not UTF-8, else what `reader` makes of it (a rejection
+/// naming line `n`). The one rule of `ObservationLines` and of `ingest`'s parsing threads.
+pub fn parse_content(reader: &mut ObservationReader, n: u64, content: &[u8]) -> Parsed {
+    if content.len() > MAX_LINE_BYTES {
+        return reject_whole(reader, n, too_long());
+    }
+    let text = match std::str::from_utf8(content) {
+        Ok(text) => text,
+        Err(e) => {
+            let reason = format!("not UTF-8 (invalid byte at column {})", e.valid_up_to() + 1);
+            return reject_whole(reader, n, reason);
+        }
+    };
+    match reader.read_line(text) {
+        Ok(None) => Parsed::Blank,
+        Ok(Some(obs)) => Parsed::Observation(obs),
+        Err(e) => Parsed::Rejected(Rejection {
+            line: n,
+            field: e.field,
+            reason: e.reason,
+        }),
+    }
+}
+
+/// Line `n` rejected whole for being longer than the format's bound, though not buffered.
+pub fn too_long_line(reader: &mut ObservationReader, n: u64) -> Parsed {
+    reject_whole(reader, n, too_long())
+}
+
+/// Rejects line `n` before `reader` saw it, keeping the reader's line count in step.
+fn reject_whole(reader: &mut ObservationReader, n: u64, reason: String) -> Parsed {
+    let _ = reader.read_line("");
+    Parsed::Rejected(Rejection::whole_line(n, reason))
 }
 
 fn too_long() -> String {

@@ -23,9 +23,9 @@ use std::thread::{self, Scope, ScopedJoinHandle};
 use std::time::Duration;
 
 use periscope_model::Timestamp;
-use periscope_model::observation::{MAX_LINE_BYTES, Observation, ObservationReader};
+use periscope_model::observation::{MAX_LINE_BYTES, ObservationReader};
 
-use crate::lines::Rejection;
+use crate::lines::{Parsed, parse_content, too_long_line};
 
 /// A chunk is closed once its lines hold this many bytes: large enough that handing it to a
 /// thread costs little next to parsing it, small enough that a few in flight stay a few MiB.
@@ -67,26 +67,13 @@ impl Chunk {
     }
 }
 
-/// What one line held.
-// Moved straight into a batch: boxing the observation would cost an allocation per line.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug)]
-pub(super) enum Line {
-    /// Only whitespace.
-    Blank,
-    /// A valid observation.
-    Observation(Observation),
-    /// A line that breaks the format; nothing of it is kept.
-    Rejected(Rejection),
-}
-
 /// A chunk and what each of its lines held, in order.
 #[derive(Debug)]
 pub(super) struct ParsedChunk {
     /// The chunk, for the lines' text and numbers.
     pub(super) chunk: Chunk,
     /// One entry per line of the chunk.
-    pub(super) lines: Vec<Line>,
+    pub(super) lines: Vec<Parsed>,
 }
 
 /// Cuts an input into chunks of whole lines.
@@ -146,50 +133,16 @@ impl<R: BufRead> Chunks<R> {
 
 /// Parses the lines of `chunk` as the sequential reader would, checking timestamps against
 /// `reader`'s clock.
-fn parse(chunk: &Chunk, reader: &mut ObservationReader, lines: &mut Vec<Line>) {
+fn parse(chunk: &Chunk, reader: &mut ObservationReader, lines: &mut Vec<Parsed>) {
     let mut too_long = chunk.too_long.iter().copied().peekable();
     for i in 0..chunk.len() {
         let n = chunk.number(i);
-        if too_long.next_if_eq(&i).is_some() {
-            lines.push(Line::Rejected(whole_line(n, too_long_reason())));
-            continue;
-        }
-        let content = chunk.content(i);
-        if content.len() > MAX_LINE_BYTES {
-            lines.push(Line::Rejected(whole_line(n, too_long_reason())));
-            continue;
-        }
-        let text = match std::str::from_utf8(content) {
-            Ok(text) => text,
-            Err(e) => {
-                let reason = format!("not UTF-8 (invalid byte at column {})", e.valid_up_to() + 1);
-                lines.push(Line::Rejected(whole_line(n, reason)));
-                continue;
-            }
-        };
-        lines.push(match reader.read_line(text) {
-            Ok(None) => Line::Blank,
-            Ok(Some(obs)) => Line::Observation(obs),
-            // The reader's own line count is not the input's; the chunk's number is.
-            Err(e) => Line::Rejected(Rejection {
-                line: n,
-                field: e.field,
-                reason: e.reason,
-            }),
+        lines.push(if too_long.next_if_eq(&i).is_some() {
+            too_long_line(reader, n)
+        } else {
+            parse_content(reader, n, chunk.content(i))
         });
     }
-}
-
-fn whole_line(line: u64, reason: String) -> Rejection {
-    Rejection {
-        line,
-        field: "(line)".to_owned(),
-        reason,
-    }
-}
-
-fn too_long_reason() -> String {
-    "longer than 1 MiB".to_owned()
 }
 
 /// The parsing threads, fed chunks in order and giving them back parsed, in order.
@@ -368,12 +321,12 @@ mod tests {
                 for (i, line) in parsed.lines.into_iter().enumerate() {
                     let n = parsed.chunk.number(i);
                     out.push(match line {
-                        Line::Blank => format!("{n} blank"),
-                        Line::Observation(obs) => format!(
+                        Parsed::Blank => format!("{n} blank"),
+                        Parsed::Observation(obs) => format!(
                             "{n} {obs:?} {}",
                             String::from_utf8_lossy(parsed.chunk.content(i))
                         ),
-                        Line::Rejected(r) => format!("{} {}: {}", r.line, r.field, r.reason),
+                        Parsed::Rejected(r) => format!("{} {}: {}", r.line, r.field, r.reason),
                     });
                 }
                 parsers.recycle(parsed.chunk);
