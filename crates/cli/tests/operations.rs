@@ -83,10 +83,11 @@ impl Server {
             .status()
             .unwrap();
         assert!(killed.success());
-        assert!(self.child.wait().unwrap().success());
+        let status = self.child.wait().unwrap();
         while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
             self.seen.push(line);
         }
+        assert!(status.success(), "{status}; stderr: {:?}", self.seen);
         self.seen
     }
 }

@@ -484,13 +484,14 @@ impl ByHand {
             "SELECT tile, country, count(), sum(n), sum(lat), sum(lon) FROM ( \
                SELECT addr, n, tile, lat, lon FROM ({per_host}) \
                ANY INNER JOIN (SELECT addr, argMax(tiles, {NEWEST})[{index}] AS tile, \
-                 reinterpretAsFloat64(argMax(lat, {NEWEST})) AS lat, \
-                 reinterpretAsFloat64(argMax(lon, {NEWEST})) AS lon \
+                 argMax(lat, {NEWEST}) AS lat, argMax(lon, {NEWEST}) AS lon \
                  FROM {db}.facts WHERE fact = {FACT_POSITION} GROUP BY addr) USING addr) \
              ANY LEFT JOIN (SELECT addr, argMax(country, {NEWEST}) AS country FROM {db}.facts \
                WHERE fact = {FACT_LOCATION} GROUP BY addr) USING addr \
              GROUP BY tile, country FORMAT TabSeparated"
         ))?;
+        // Micro-degree sums per tile, divided once every country's rows are in.
+        let mut sums: BTreeMap<(u32, u32), (i64, i64)> = BTreeMap::new();
         for row in rows {
             let [tile, country, hosts, services, lat, lon] = row.as_slice() else {
                 return Err(malformed(format!("a tile row of {} fields", row.len())));
@@ -503,17 +504,19 @@ impl ByHand {
             let hosts: u64 = number(hosts)?;
             entry.hosts += hosts;
             entry.services += number::<u64>(services)?;
-            entry.latitude += number::<f64>(lat)?;
-            entry.longitude += number::<f64>(lon)?;
+            let sum = sums.entry((x, y)).or_default();
+            sum.0 += number::<i64>(lat)?;
+            sum.1 += number::<i64>(lon)?;
             let country = text(country)?;
             if !country.is_empty() {
                 *entry.countries.entry(country.to_owned()).or_default() += hosts;
             }
         }
-        for tile in out.tiles.values_mut() {
+        for (key, tile) in &mut out.tiles {
+            let (lat, lon) = sums.get(key).copied().unwrap_or_default();
             let n = tile.hosts.max(1) as f64;
-            tile.latitude /= n;
-            tile.longitude /= n;
+            tile.latitude = lat as f64 / n / 1e6;
+            tile.longitude = lon as f64 / n / 1e6;
         }
         Ok(out)
     }

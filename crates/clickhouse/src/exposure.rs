@@ -1,15 +1,14 @@
-//! Exposure in SQL, three statements: the totals over every matching host (hosts, and the
+//! Exposure in SQL, two statements: the totals over every matching host (hosts, and the
 //! services counted for each — those satisfying the query's service-level clauses, or all
-//! current services when it has none); per tile, the positioned hosts, their services and
-//! their latitudes and longitudes summed in host order; per tile and country, the hosts.
+//! current services when it has none); and per tile and country, the positioned hosts,
+//! their services and the sums of their latitudes and longitudes, folded into tiles here.
 //! Buckets, centroids, the dominant country and the 500-bucket bound are
 //! `periscope-scan`'s [`answer`], the reference's own code.
 //!
 //! Exactness: tiles were computed by the shared `tile_of` when the position was written,
-//! and positions are stored as the bytes of the `f64`. The centroid sums are `arraySum` over
-//! the tile's values sorted by address — a left-to-right sum in host order, as the
-//! reference adds them — and come back as the bytes of the `f64`, so the bucket answers are
-//! the reference's bit for bit.
+//! and positions are stored in whole micro-degrees by the shared `micro_degrees`, which is
+//! what the reference sums: integer sums are the same in any order and on any shard, so the
+//! bucket answers are the reference's bit for bit.
 
 use std::collections::BTreeMap;
 
@@ -33,14 +32,6 @@ fn number<T: std::str::FromStr>(field: &[u8]) -> Result<T, IndexError> {
         .ok()
         .and_then(|t| t.parse().ok())
         .ok_or_else(|| bad("a number", field))
-}
-
-/// An `f64` from the hex of its 8 little-endian bytes.
-fn float(field: &[u8]) -> Result<f64, IndexError> {
-    let text = std::str::from_utf8(field).map_err(|_| bad("float bytes", field))?;
-    let bytes = crate::sql::unhex(text).map_err(|_| bad("float bytes", field))?;
-    let bytes: [u8; 8] = bytes.try_into().map_err(|_| bad("float bytes", field))?;
-    Ok(f64::from_le_bytes(bytes))
 }
 
 fn tile_key(field: &[u8]) -> Result<(u32, u32), IndexError> {
@@ -73,65 +64,36 @@ pub fn exposure(
         Some([hosts, services]) => (number(hosts)?, number(services)?),
         _ => return Err(bad("exposure totals", &totals.concat().concat())),
     };
-    let positions = format!(
-        "SELECT addr, reinterpretAsFloat64(argMax(lat, {NEWEST})) AS c_lat, \
-         reinterpretAsFloat64(argMax(lon, {NEWEST})) AS c_lon, \
-         arrayElement(argMax(tiles, {NEWEST}), {index}) AS c_tile \
-         FROM {db}.facts WHERE fact = {FACT_POSITION} GROUP BY addr"
-    );
-    let placed = format!(
-        "SELECT addr, n, c_lat, c_lon, c_tile FROM ({per_host}) AS matching \
-         ANY INNER JOIN ({positions}) AS positions USING addr"
-    );
-    let sum = |column: &str| {
-        format!(
-            "hex(reinterpretAsString(arraySum(arrayMap(x -> x.2, \
-             arraySort(x -> x.1, groupArray((addr, {column})))))))"
-        )
-    };
     let rows = client.rows(&format!(
-        "SELECT c_tile, count(), sum(n), {}, {} FROM ({placed}) GROUP BY c_tile \
-         FORMAT TabSeparated",
-        sum("c_lat"),
-        sum("c_lon")
+        "SELECT c_tile, c_country, count(), sum(n), sum(c_lat), sum(c_lon) FROM ( \
+           SELECT addr, n, c_tile, c_lat, c_lon FROM ({per_host}) AS matching \
+           ANY INNER JOIN (SELECT addr, arrayElement(argMax(tiles, {NEWEST}), {index}) AS c_tile, \
+             argMax(lat, {NEWEST}) AS c_lat, argMax(lon, {NEWEST}) AS c_lon \
+             FROM {db}.facts WHERE fact = {FACT_POSITION} GROUP BY addr) AS positions \
+           USING addr) AS placed \
+         ANY LEFT JOIN (SELECT addr, argMax(country, {NEWEST}) AS c_country FROM {db}.facts \
+           WHERE fact = {FACT_LOCATION} GROUP BY addr) AS countries USING addr \
+         GROUP BY c_tile, c_country FORMAT TabSeparated"
     ))?;
     let mut tiles: BTreeMap<(u32, u32), Tile> = BTreeMap::new();
     for row in rows {
-        let [key, hosts, services, lat, lon] = row.as_slice() else {
+        let [key, country, hosts, services, lat, lon] = row.as_slice() else {
             return Err(bad("a tile row", &row.concat()));
         };
-        tiles.insert(
-            tile_key(key)?,
-            Tile {
-                latitude_sum: float(lat)?,
-                longitude_sum: float(lon)?,
-                hosts: number(hosts)?,
-                services: number(services)?,
-                countries: BTreeMap::new(),
-            },
-        );
-    }
-    let countries = format!(
-        "SELECT addr, argMax(country, {NEWEST}) AS c_country FROM {db}.facts \
-         WHERE fact = {FACT_LOCATION} GROUP BY addr HAVING c_country != ''"
-    );
-    let rows = client.rows(&format!(
-        "SELECT c_tile, c_country, count() FROM (SELECT addr, c_tile FROM ({placed})) AS placed \
-         ANY INNER JOIN ({countries}) AS countries USING addr GROUP BY c_tile, c_country \
-         FORMAT TabSeparated"
-    ))?;
-    for row in rows {
-        let [key, country, hosts] = row.as_slice() else {
-            return Err(bad("a tile country row", &row.concat()));
-        };
-        let code = std::str::from_utf8(country)
-            .ok()
-            .and_then(|c| periscope_model::CountryCode::parse(c).ok())
-            .ok_or_else(|| bad("a country", country))?;
-        let tile = tiles
-            .get_mut(&tile_key(key)?)
-            .ok_or_else(|| bad("a country of an unknown tile", key))?;
-        tile.countries.insert(code, number(hosts)?);
+        let tile = tiles.entry(tile_key(key)?).or_default();
+        let hosts: u64 = number(hosts)?;
+        tile.hosts += hosts;
+        tile.services += number::<u64>(services)?;
+        tile.latitude_sum += number::<i64>(lat)?;
+        tile.longitude_sum += number::<i64>(lon)?;
+        if !country.is_empty() {
+            let code = std::str::from_utf8(country)
+                .ok()
+                .and_then(|c| periscope_model::CountryCode::parse(c).ok())
+                .ok_or_else(|| bad("a country", country))?;
+            let hosts = u32::try_from(hosts).map_err(|_| bad("a host count", &row[2]))?;
+            *tile.countries.entry(code).or_default() += hosts;
+        }
     }
     Ok(answer(
         tiles,

@@ -15,7 +15,7 @@ use periscope_model::observation::{DomainScan, Observation, ScanStatus};
 use periscope_model::record::Position;
 use periscope_query::Resolution;
 use periscope_scan::codec::{self, tie};
-use periscope_scan::exposure::tile_of;
+use periscope_scan::exposure::{micro_degrees, tile_of};
 use periscope_scan::matching::{comparable_name, words};
 use periscope_scan::store::{DomainScans, HostRecord, StoredService};
 
@@ -289,11 +289,10 @@ impl Rows {
         out.push('\t');
         sql::tsv_array(out, names.iter().map(|n| n.as_bytes()));
         out.push('\t');
-        let (lat, lon) = position.map_or((0.0, 0.0), |p| (p.latitude, p.longitude));
-        sql::tsv_field(out, &lat.to_le_bytes());
-        out.push('\t');
-        sql::tsv_field(out, &lon.to_le_bytes());
-        out.push('\t');
+        let (lat, lon) = position.map_or((0, 0), |p| {
+            (micro_degrees(p.latitude), micro_degrees(p.longitude))
+        });
+        out.push_str(&format!("{lat}\t{lon}\t"));
         let tiles: Vec<String> = position
             .map(|p| {
                 RESOLUTIONS

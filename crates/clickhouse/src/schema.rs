@@ -12,9 +12,9 @@
 //!   2 location, 3 position, 4 reverse DNS), each with its own `(observed_at, rank)`;
 //!   `country` (location), `asns`, `orgs` (the organization sources' words) and `names`
 //!   (stored domain and DNS name; reverse-DNS names of IPv4 hosts) are what queries test;
-//!   a position row holds its latitude and longitude as the 8 little-endian bytes of the
-//!   `f64` (so no decimal round trip can change them) and its web-mercator tile `x/y` at
-//!   each resolution's precision, computed by the shared `tile_of`.
+//!   a position row holds its latitude and longitude in whole micro-degrees (`Int32`, the
+//!   shared `micro_degrees`, what centroids sum) and its web-mercator tile `x/y` at each
+//!   resolution's precision, computed by the shared `tile_of`.
 //! - `domain_scans_local`: one row per domain-scan observation; the current record of a name
 //!   is the greatest `(observed_at, rank)`.
 //!
@@ -41,13 +41,15 @@
 //! granules for a page's few hosts and to the domain-scan listing, not to argMax, which is
 //! why version 2 changed the granularity ([`INDEX_GRANULARITY`]) rather than the engine.
 //!
-//! History: version 1, default granularity; version 2, [`INDEX_GRANULARITY`].
+//! History: version 1, default granularity; version 2, [`INDEX_GRANULARITY`]; version 3,
+//! positions in micro-degrees (`Int32`) instead of the bytes of an `f64`, so a tile's
+//! centroid is a plain `sum` in any order.
 
 use crate::client::{Client, ClientError};
 use crate::sql;
 
 /// The version of the tables this build reads and writes.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Rows per granule (the unit ClickHouse reads) of every local table. Version 1 used the
 /// default, 8,192: reading one host's rows (`addr IN (…)`: host detail, and the records of a
@@ -112,7 +114,7 @@ pub fn statements(database: &str, cluster: &str) -> Vec<String> {
             "facts",
             "addr FixedString(16), fact UInt8, observed_at Int64, rank String, \
              country String, asns Array(UInt32), orgs Array(String), names Array(String), \
-             lat FixedString(8), lon FixedString(8), tiles Array(String), record String",
+             lat Int32, lon Int32, tiles Array(String), record String",
             "(addr, fact)",
         ),
         local(

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use generators::*;
 use periscope_clickhouse::testing::{CLUSTER, Cluster};
-use periscope_clickhouse::{ClickHouseIndex, schema};
+use periscope_clickhouse::{ClickHouseIndex, SCHEMA_VERSION, schema};
 use periscope_index::api::ScanIndex;
 use periscope_index::{IndexConfig, ReferenceIndex};
 use periscope_model::{DomainName, Timestamp};
@@ -304,11 +304,11 @@ fn two_shards_answer_as_the_reference() {
     differential(2, 24);
 }
 
-/// Centroids are sums in host order: three hosts in one tile whose latitudes sum to
+/// Centroids are integer sums of micro-degrees: three hosts in one tile whose latitudes sum to
 /// different `f64`s in host order and in reverse, written in reverse order in separate
 /// batches, give the reference's bucket bit for bit.
 #[test]
-fn centroids_are_summed_in_host_order() {
+fn centroids_do_not_depend_on_the_order_hosts_are_written_in() {
     let Some(cluster) = Cluster::start(1, std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))) else {
         return;
     };
@@ -345,7 +345,8 @@ fn centroids_are_summed_in_host_order() {
     assert_eq!(want.buckets.len(), 1);
     assert_eq!(
         want.buckets[0].latitude,
-        ((latitudes[0] + latitudes[1]) + latitudes[2]) / 3.0
+        (100_000.0 + 200_000.0 + 300_000.0) / 3.0 / 1e6,
+        "the mean of the positions in whole micro-degrees"
     );
     let got = engine.exposure(&query, Resolution::Global, now()).unwrap();
     drop_database(&cluster, &db);
@@ -374,8 +375,9 @@ fn init_refuses_another_schema_version() {
         }
     );
     assert!(
-        err.to_string()
-            .contains("schema version 1; this build uses 2"),
+        err.to_string().contains(&format!(
+            "schema version 1; this build uses {SCHEMA_VERSION}"
+        )),
         "{err}"
     );
     let tables = node

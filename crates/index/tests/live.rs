@@ -229,10 +229,11 @@ fn placed(address: &str, latitude: f64) -> Vec<Observation> {
 }
 
 #[test]
-fn a_deltas_hosts_are_summed_among_the_bases_in_host_order() {
+fn a_deltas_hosts_are_summed_with_the_bases_as_the_reference_sums_them() {
     let dir = TempStore::new("centroid");
     let (live, _) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
-    // Summed in host order, (a + b) + c; summed base first, (a + c) + b: the last bit differs.
+    // As floats, (a + b) + c and (a + c) + b differ in the last bit; the centroid is the mean
+    // of whole micro-degrees, the same whichever layer is summed first.
     let (a, b, c) = (48.1067, 48.1424, 48.1382);
     assert_ne!((a + b) + c, (a + c) + b);
     live.apply_batch(&[placed("240.0.0.1", a), placed("240.0.0.3", c)].concat())
@@ -249,7 +250,10 @@ fn a_deltas_hosts_are_summed_among_the_bases_in_host_order() {
         panic!("one tile: {exposure:?}")
     };
     assert_eq!(bucket.unique_hosts, 3);
-    assert_eq!(bucket.latitude, ((a + b) + c) / 3.0);
+    assert_eq!(
+        bucket.latitude,
+        (48_106_700.0 + 48_142_400.0 + 48_138_200.0) / 3.0 / 1e6
+    );
 }
 
 /// `count` synthetic hosts, observed up to the start of `NOW`'s day.

@@ -1,6 +1,10 @@
 //! Exposure: the matching hosts counted, and those with a position placed into web-mercator
 //! tiles at the resolution's zoom ([`tile_of`]), each tile a bucket with its centroid, hosts,
 //! services and dominant country; at most [`MAX_BUCKETS`], most hosts first.
+//!
+//! A centroid is the mean of its hosts' positions in whole micro-degrees ([`micro_degrees`]):
+//! integer sums are the same in any order, so every engine (one pass in host order, hashed
+//! groups, a sum over shards) gives the same bucket to the last bit without sorting anything.
 
 use std::collections::BTreeMap;
 use std::f64::consts::PI;
@@ -31,13 +35,25 @@ pub fn tile_of(latitude: f64, longitude: f64, zoom: u8) -> (u32, u32) {
     (x.clamp(0.0, last) as u32, y.clamp(0.0, last) as u32)
 }
 
-/// One tile's sums: positions summed in host order, hosts, services and hosts per country.
+/// Micro-degrees per degree: the unit in which centroids are summed.
+pub const MICRO_DEGREES: f64 = 1e6;
+
+/// A latitude or longitude in whole micro-degrees (about 11 cm at the equator), rounded to
+/// the nearest, half away from zero: what a centroid sums. Stored positions lie within
+/// ±180°, so the value fits an `i32`, and the sums of any number of hosts an engine can hold
+/// fit an `i64`.
+pub fn micro_degrees(degrees: f64) -> i32 {
+    // Clamped to ±180°, so the cast is exact.
+    (degrees.clamp(-180.0, 180.0) * MICRO_DEGREES).round() as i32
+}
+
+/// One tile's sums: positions in micro-degrees, hosts, services and hosts per country.
 #[derive(Default)]
 pub struct Tile {
-    /// Latitudes of the tile's hosts, summed in host order.
-    pub latitude_sum: f64,
-    /// Longitudes, summed in host order.
-    pub longitude_sum: f64,
+    /// The [`micro_degrees`] of the tile's hosts' latitudes, summed.
+    pub latitude_sum: i64,
+    /// The [`micro_degrees`] of their longitudes, summed.
+    pub longitude_sum: i64,
     /// Hosts in the tile.
     pub hosts: u64,
     /// Services counted for those hosts.
@@ -100,8 +116,8 @@ pub fn exposure_of(points: impl IntoIterator<Item = Point>, resolution: Resoluti
         let tile = tiles
             .entry(tile_of(position.latitude, position.longitude, zoom))
             .or_default();
-        tile.latitude_sum += position.latitude;
-        tile.longitude_sum += position.longitude;
+        tile.latitude_sum += i64::from(micro_degrees(position.latitude));
+        tile.longitude_sum += i64::from(micro_degrees(position.longitude));
         tile.hosts += 1;
         tile.services += point.services;
         if let Some(country) = point.country {
@@ -123,8 +139,8 @@ pub fn answer(
         .into_iter()
         .map(|((x, y), t)| ExposureBucket {
             key: format!("{zoom}/{x}/{y}"),
-            latitude: t.latitude_sum / t.hosts as f64,
-            longitude: t.longitude_sum / t.hosts as f64,
+            latitude: centroid(t.latitude_sum, t.hosts),
+            longitude: centroid(t.longitude_sum, t.hosts),
             unique_hosts: t.hosts,
             service_count: t.services,
             country: dominant(&t.countries),
@@ -144,6 +160,11 @@ pub fn answer(
         buckets,
         bounded,
     }
+}
+
+/// The mean in degrees of `hosts` coordinates summing to `sum` micro-degrees.
+fn centroid(sum: i64, hosts: u64) -> f64 {
+    sum as f64 / hosts as f64 / MICRO_DEGREES
 }
 
 /// The most common country (ties: the smallest code) and the number of distinct countries.
@@ -181,6 +202,47 @@ mod tests {
         for (lat, lon, zoom, want) in cases {
             assert_eq!(tile_of(*lat, *lon, *zoom), *want, "{lat} {lon} at {zoom}");
         }
+    }
+
+    #[test]
+    fn micro_degrees_round_to_the_nearest() {
+        assert_eq!(micro_degrees(0.0), 0);
+        assert_eq!(micro_degrees(48.137_4), 48_137_400);
+        assert_eq!(micro_degrees(-33.868_8), -33_868_800);
+        assert_eq!(micro_degrees(0.000_000_4), 0);
+        assert_eq!(micro_degrees(0.000_000_6), 1);
+        assert_eq!(micro_degrees(-0.000_000_6), -1);
+        assert_eq!(micro_degrees(180.0), 180_000_000);
+        assert_eq!(micro_degrees(-180.0), -180_000_000);
+    }
+
+    #[test]
+    fn centroids_do_not_depend_on_the_order_of_hosts() {
+        // Three positions whose f64 sum depends on the order of addition.
+        let at = |latitude: f64| Point {
+            position: Some(Position {
+                latitude,
+                longitude: latitude / 2.0,
+                accuracy_radius_km: None,
+            }),
+            country: None,
+            services: 1,
+        };
+        let values = [0.1, 0.2, 0.3];
+        assert_ne!(
+            (values[0] + values[1]) + values[2],
+            values[0] + (values[1] + values[2])
+        );
+        let forward = exposure_of(values.map(at), Resolution::Global);
+        let backward = exposure_of(
+            [values[2], values[1], values[0]].map(at),
+            Resolution::Global,
+        );
+        assert_eq!(forward.buckets.len(), 1);
+        assert_eq!(forward.buckets, backward.buckets);
+        let bucket = &forward.buckets[0];
+        assert_eq!(bucket.latitude, 600_000.0 / 3.0 / MICRO_DEGREES);
+        assert_eq!(bucket.longitude, 300_000.0 / 3.0 / MICRO_DEGREES);
     }
 
     #[test]

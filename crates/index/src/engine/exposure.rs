@@ -5,15 +5,15 @@
 //! same expression scaled by a power of two, exact in floating point, then floored) — so one
 //! column serves every resolution and no position is projected at query time.
 //!
-//! A query sums, per tile of its zoom, positions (in host order, as the reference does, so
-//! the centroids are equal to the last bit), hosts and services into a dense array of
+//! A query sums, per tile of its zoom, positions (in whole micro-degrees, as the reference
+//! does, so the centroids are equal to the last bit), hosts and services into a dense array of
 //! `4^zoom` tiles, and counts hosts per place id; the countries of each tile come from the
 //! place ids afterwards (far fewer than hosts). Ordering and the bucket cap are the
 //! reference's [`answer`].
 //!
 //! Over layers (`layers`), the hosts of the later layers are taken out first as [`Placed`]
 //! (small: a delta) and added among the first layer's hosts as its walk passes their
-//! addresses ([`Exposed::add_placed`]), so the sums still run in host order.
+//! addresses ([`Exposed::add_placed`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
@@ -25,7 +25,7 @@ use periscope_query::Resolution;
 use super::persist::{LoadError, Reader, Writer};
 use super::postings::NONE_U32;
 use crate::api::Exposure;
-use crate::reference::exposure::{Tile, answer, tile_of};
+use crate::reference::exposure::{Tile, answer, micro_degrees, tile_of};
 
 /// The zoom of the stored tiles: the finest resolution's.
 const ZOOM: u8 = 8;
@@ -131,9 +131,12 @@ impl Places {
     ) -> Placed {
         let id = self.place.get(h as usize).copied().unwrap_or(NONE_U32);
         let place = match (self.places.get(id as usize), positions.get(h as usize)) {
-            (Some((tile, country)), Some((Some(position), _))) => {
-                Some((*tile, *country, position.latitude, position.longitude))
-            }
+            (Some((tile, country)), Some((Some(position), _))) => Some((
+                *tile,
+                *country,
+                micro_degrees(position.latitude),
+                micro_degrees(position.longitude),
+            )),
             _ => None,
         };
         Placed {
@@ -145,19 +148,21 @@ impl Places {
 }
 
 /// A matching host of a later layer: its host-order key, its zoom-8 tile, country and
-/// position (when it has a position) and its services counted.
+/// position in micro-degrees (when it has a position) and its services counted.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Placed {
     pub key: u128,
-    place: Option<(u16, Option<CountryCode>, f64, f64)>,
+    place: Option<(u16, Option<CountryCode>, i32, i32)>,
     services: u64,
 }
 
 /// The sums of one tile while a query runs.
 #[derive(Debug, Clone, Copy, Default)]
 struct Sums {
-    latitude: f64,
-    longitude: f64,
+    /// Latitudes in micro-degrees.
+    latitude: i64,
+    /// Longitudes in micro-degrees.
+    longitude: i64,
     hosts: u64,
     services: u64,
 }
@@ -222,8 +227,8 @@ impl<'a> Exposed<'a> {
             usize::from(tile & 0xff) >> shift,
         );
         if let Some(sums) = self.tiles.get_mut(x << self.zoom | y) {
-            sums.latitude += position.latitude;
-            sums.longitude += position.longitude;
+            sums.latitude += i64::from(micro_degrees(position.latitude));
+            sums.longitude += i64::from(micro_degrees(position.longitude));
             sums.hosts += 1;
             sums.services += services;
         }
@@ -249,8 +254,8 @@ impl<'a> Exposed<'a> {
             usize::from(tile & 0xff) >> shift,
         );
         if let Some(sums) = self.tiles.get_mut(x << self.zoom | y) {
-            sums.latitude += latitude;
-            sums.longitude += longitude;
+            sums.latitude += i64::from(latitude);
+            sums.longitude += i64::from(longitude);
             sums.hosts += 1;
             sums.services += p.services;
         }

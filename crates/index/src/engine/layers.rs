@@ -13,8 +13,8 @@
 //!   more; `query_too_broad` is decided on the sum of the layers' counts;
 //! - **count:** the sum; **facets:** per group the candidates of all layers, then each
 //!   candidate's count summed over the layers, then the reference's ordering and cap
-//!   (`facets`); **exposure:** the delta's matching hosts are added among the base's in
-//!   host order, so the centroids are summed as the reference sums them (`exposure`);
+//!   (`facets`); **exposure:** the delta's matching hosts are added among the base's
+//!   (`exposure`; centroid sums are integers, so the order does not matter);
 //! - **host detail:** from the layer holding the address unshadowed (at most one);
 //! - **domain-scan records:** a delta record replaces the base's record of its name
 //!   ([`ScanView`]), for lookups, domain searches and the names shown of a host.
