@@ -124,7 +124,7 @@ impl Redactions {
     /// `text` with the known values and the fixed rules applied.
     pub fn apply(&self, text: &str) -> String {
         let mut values = self.values.clone();
-        values.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        values.sort_by_key(|(value, _)| std::cmp::Reverse(value.len()));
         let mut out = text.to_owned();
         for (value, placeholder) in &values {
             out = out.replace(value.as_str(), placeholder);

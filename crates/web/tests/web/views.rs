@@ -104,10 +104,14 @@ pub fn redactions(app: &App) -> Redactions {
         .time(periscope_signin::Clock::now(&*app.clock))
 }
 
+/// `q` percent-encoded for a query string.
+fn encode(q: &str) -> String {
+    url::form_urlencoded::byte_serialize(q.as_bytes()).collect()
+}
+
 /// `/?q=…` for `q`.
 fn search(q: &str) -> String {
-    let q: String = url::form_urlencoded::byte_serialize(q.as_bytes()).collect();
-    format!("/?q={q}")
+    format!("/?q={}", encode(q))
 }
 
 /// The text between `start` (after it) and the next `end`.
@@ -363,7 +367,7 @@ async fn search_pages_and_fragments() {
                 &browser,
                 &format!(
                     "/app/facets?q={}",
-                    &search("port:443 protocol:https exploit:no")[3..]
+                    encode("port:443 protocol:https exploit:no")
                 ),
             )
             .await,
@@ -389,7 +393,7 @@ async fn search_pages_and_fragments() {
             &fetch(
                 &app,
                 &browser,
-                &format!("/app/exposure?q={}", &search(&domain)[3..]),
+                &format!("/app/exposure?q={}", encode(&format!("domain:{domain}"))),
             )
             .await,
             &r,
