@@ -97,11 +97,14 @@ fn check(name: &str, page: &Page, redactions: &Redactions) {
     );
 }
 
-/// The redactions of an app's answers: its origin and port, its clock's instant.
+/// The redactions of an app's answers: its origin and port, its clock's instant, and the
+/// release in the assets' URLs (`/assets/app.js?v=0.1.0`), so a version bump changes no
+/// snapshot.
 pub fn redactions(app: &App) -> Redactions {
     Redactions::new()
         .origin(&app.origin)
         .time(periscope_signin::Clock::now(&*app.clock))
+        .value(&format!("?v={}", env!("CARGO_PKG_VERSION")), "?v=[version]")
 }
 
 /// `q` percent-encoded for a query string.
