@@ -8,16 +8,19 @@
 //! ("Snapshots"). Under `CI=true` insta writes nothing and a missing or different snapshot
 //! fails the test.
 //!
-//! The search pages run over a synthetic dataset fixed in time ([`AS_OF`], seed 11) and a
+//! The search pages run over a synthetic dataset fixed in time ([`AS_OF`], seed 11, and one
+//! host with more services than a page holds) and a
 //! search service whose clock stands at noon of that day ([`FixedClock`]), so results,
 //! observation times and the allowance's reset are the same on every run; the application's
 //! and the sign-in service's clock starts at the real time (the ID token's expiry is checked
 //! against it) and is redacted as `[now]`.
 //!
-//! Not snapshotted, because no request through the router produces them without breaking the
-//! state database under the application: "Something went wrong" (500, `session::internal`),
-//! and the search conditions only an injected engine failure gives (timeout, capacity, source
-//! busy; their wording is checked in `routes::search` and the API suite).
+//! Not snapshotted: "Something went wrong" (500, `session::internal`) and the search
+//! conditions only an injected engine failure gives (timeout, capacity, source busy; their
+//! wording is checked in `routes::search` and the API suite), which no request through the
+//! router produces without breaking what is under the application; "Signed out of Periscope",
+//! shown only after a provider without an `end_session_endpoint` (both providers of the tests
+//! have one); the static files under `/assets/` (not pages).
 
 use std::sync::{Arc, OnceLock};
 
@@ -49,7 +52,12 @@ impl periscope_service::Clock for FixedClock {
     }
 }
 
-/// The dataset of the snapshots: 600 synthetic hosts as of [`AS_OF`].
+/// An address outside the synthetic plan's first blocks, with more services than a host
+/// detail page holds (so "More services" has a next page).
+pub const MANY_SERVICES: &str = "254.254.254.1";
+
+/// The dataset of the snapshots: 600 synthetic hosts as of [`AS_OF`], and
+/// [`MANY_SERVICES`] with 22 HTTP services.
 pub struct Data {
     pub engine: Arc<EmbeddedIndex>,
     pub reference: ReferenceIndex,
@@ -66,6 +74,14 @@ pub fn data() -> &'static Data {
             as_of,
         };
         periscope_synth::write_dataset(&cfg, &mut loader).unwrap();
+        for port in 8000..8022 {
+            let line = serde_json::json!({
+                "kind": "service", "ip": MANY_SERVICES, "port": port, "transport": "tcp",
+                "protocol": "http", "observed_at": "2026-11-19T12:00:00Z", "status": "completed",
+                "http": {"status_code": 200, "title": format!("Service on {port}"), "complete": true},
+            });
+            std::io::Write::write_all(&mut loader, format!("{line}\n").as_bytes()).unwrap();
+        }
         let reference = loader.into_index();
         let engine = EmbeddedIndex::build(
             IndexConfig::default(),
@@ -328,21 +344,29 @@ async fn search_pages_and_fragments() {
             &fetch(&app, &browser, "/app/host?ip=240.255.255.254").await,
             &r,
         );
-        let more = data().reference.records().find_map(|rec| {
-            let d = data().engine.host_detail(rec.ip, None, 20, now).ok()??;
-            d.next.map(|_| rec.ip)
-        });
-        if let Some(more) = more {
-            let panel = fetch(&app, &browser, &format!("/app/host?ip={more}")).await;
-            let fragment = between(&panel.body, "data-fragment=\"", "\"")
-                .expect("a More services link")
-                .replace("&amp;", "&");
-            check(
-                "fragment_host_more_services",
-                &fetch(&app, &browser, &fragment).await,
-                &r,
-            );
-        }
+        // "More services": the panel's next page of rows (a fragment), and the host page's.
+        let panel = fetch(&app, &browser, &format!("/app/host?ip={MANY_SERVICES}")).await;
+        check("fragment_host_panel_many_services", &panel, &r);
+        let fragment = between(&panel.body, "data-fragment=\"", "\"")
+            .expect("a More services link")
+            .replace("&amp;", "&");
+        check(
+            "fragment_host_more_services",
+            &fetch(&app, &browser, &fragment).await,
+            &r,
+        );
+        let page = between(
+            &panel.body,
+            "class=\"button secondary more-services\" href=\"",
+            "\"",
+        )
+        .expect("a More services link")
+        .replace("&amp;", "&");
+        check(
+            "host_page_more_services",
+            &fetch(&app, &browser, &page).await,
+            &r,
+        );
         check(
             "host_page",
             &fetch(&app, &browser, &format!("/host?ip={ip}")).await,
