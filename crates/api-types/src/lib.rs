@@ -31,7 +31,8 @@
 //! omitted. Timestamps are RFC 3339 UTC with a trailing `Z`.
 //! **Invariant:** the OpenAPI document's request schemas are generated from the same member
 //! tables [`decode`] checks; tests validate serialized responses against its response schemas
-//! and compare the whole document with `tests/snapshots/openapi.json`.
+//! and the API's suite compares the document as served with its snapshot
+//! (`crates/api/tests/api/snapshots`, `docs/testing.md`).
 //! **Boundary:** depends on `periscope-model` (records, registry), `periscope-query`
 //! (violations, canonical clauses, resolutions) and `periscope-index` (result types); only
 //! this crate derives `Serialize` for the API's wire.

@@ -1,8 +1,9 @@
 //! The JSON API, black-box over HTTP on loopback: every route and every error code of the
 //! specification's table, each produced for real (failures are injected through the service's
 //! seams, never by switching a code path off), and the races of the allowance, the cursors and
-//! the concurrency limits. Every test runs on a fresh SQLite database and on a fresh PostgreSQL
-//! database (`periscope_state::testing::on_each_backend`).
+//! the concurrency limits; `openapi` snapshots the OpenAPI document as served. Every test runs
+//! on a fresh SQLite database and on a fresh PostgreSQL database
+//! (`periscope_state::testing::on_each_backend`).
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
@@ -30,6 +31,7 @@ mod domain;
 mod edge;
 mod faults;
 mod harness;
+mod openapi;
 mod races;
 mod requests;
 mod routes;

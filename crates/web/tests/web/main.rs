@@ -9,17 +9,24 @@
 //! `globe` checks the Globe's exposure JSON and runs the Globe in Chromium; `account` checks the
 //! account menu, the public pages, problem reports and API keys (reqwest and Chromium);
 //! `instances` runs two instances of the application over one state database, as two servers
-//! behind a load balancer (pages already shown, create-key forms). Every
-//! test also checks that the secrets it saw never reached the log.
+//! behind a load balancer (pages already shown, create-key forms); `views` snapshots every page
+//! and fragment as served (`docs/testing.md` says how to review a change); `escaping` checks
+//! that stored values holding markup come back escaped on every page that shows them. Every test also
+//! checks that the secrets it saw never reached the log.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)] // Test code: a panic is the report.
 
 mod account;
 mod browser;
+mod escaping;
 mod globe;
 mod instances;
 mod interop;
 mod journey;
 mod journey_browser;
 mod search;
+/// The layout and redaction of snapshots, shared with the sign-in suite.
+#[path = "../../../signin/tests/signin/snapshot.rs"]
+mod snapshot;
 mod support;
+mod views;

@@ -126,13 +126,19 @@ impl App {
         smtp_port: Option<u16>,
         public_host: Option<&str>,
     ) -> App {
-        Self::embedded_full(fixture, smtp_port, public_host, None).await
+        Self::embedded_full(fixture, smtp_port, public_host, None, false).await
     }
 
     /// What `periscope serve` runs, API included: the embedded default with `service` as the
     /// search bar's and the API's (`/v1/…`, one allowance), e-mail into the outbox.
     pub async fn embedded_with_api(fixture: &Fixture, service: SearchService) -> App {
-        Self::embedded_full(fixture, None, None, Some(service)).await
+        Self::embedded_full(fixture, None, None, Some(service), false).await
+    }
+
+    /// What `periscope serve --demo` runs without a search service: the embedded default with
+    /// the demo notice layered over the whole router ([`periscope_web::mark_demo`]).
+    pub async fn embedded_demo(fixture: &Fixture) -> App {
+        Self::embedded_full(fixture, None, None, None, true).await
     }
 
     async fn embedded_full(
@@ -140,6 +146,7 @@ impl App {
         smtp_port: Option<u16>,
         public_host: Option<&str>,
         api: Option<SearchService>,
+        demo: bool,
     ) -> App {
         capture_logs();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -192,6 +199,9 @@ impl App {
                 Arc::new(ReadyIndex),
             );
             router = periscope_api::router(api).merge(router);
+        }
+        if demo {
+            router = router.layer(axum::middleware::map_response(periscope_web::mark_demo));
         }
         let server = serve(listener, router);
         App {
