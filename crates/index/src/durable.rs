@@ -187,7 +187,7 @@ pub struct BatchSummary {
 }
 
 impl BatchSummary {
-    fn count(&mut self, outcome: ApplyOutcome) {
+    pub(crate) fn count(&mut self, outcome: ApplyOutcome) {
         match outcome {
             ApplyOutcome::Applied => self.applied += 1,
             ApplyOutcome::Superseded => self.superseded += 1,

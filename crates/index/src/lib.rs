@@ -16,6 +16,8 @@
 //! - [`engine`]: [`EmbeddedIndex`], the embedded engine — roaring-bitmap postings over host
 //!   and service ordinals built from a snapshot of the host records, answering exactly as
 //!   the reference does (it renders through the reference's per-host code).
+//! - [`runs`]: a store with the same interface whose batches are appended as sorted run
+//!   files (measured against [`durable`]; not yet used by the engine).
 //! - [`live`]: [`LiveIndex`], the store plus the snapshot answering searches, rebuilt and
 //!   swapped in as batches arrive — what a running server holds.
 //! - [`mod@reference`]: [`ReferenceIndex`], a deliberately simple engine that scans every host
@@ -35,6 +37,7 @@ pub mod durable;
 pub mod engine;
 pub mod live;
 pub mod reference;
+pub mod runs;
 
 pub use periscope_scan::api::{
     AsnMatch, AsnSource, Count, DomainMatch, DomainMatchSource, Exposure, ExposureBucket,
