@@ -11,13 +11,12 @@
 //! - [`codec`]: a compact, versioned binary encoding of host records and domain scans.
 //!
 //! This crate holds the engines that live in one process:
-//! - [`durable`]: the embedded engine's durable store, [`durable::DurableStore`], a redb
-//!   file keyed by host order where each batch of observations is applied in one transaction.
+//! - [`durable`]: the embedded engine's durable store, [`durable::DurableStore`], a
+//!   directory of sorted run files keyed by host order, each batch of observations appended
+//!   as one run.
 //! - [`engine`]: [`EmbeddedIndex`], the embedded engine — roaring-bitmap postings over host
 //!   and service ordinals built from a snapshot of the host records, answering exactly as
 //!   the reference does (it renders through the reference's per-host code).
-//! - [`runs`]: a store with the same interface whose batches are appended as sorted run
-//!   files (measured against [`durable`]; not yet used by the engine).
 //! - [`live`]: [`LiveIndex`], the store plus the snapshot answering searches, rebuilt and
 //!   swapped in as batches arrive — what a running server holds.
 //! - [`mod@reference`]: [`ReferenceIndex`], a deliberately simple engine that scans every host
@@ -37,7 +36,6 @@ pub mod durable;
 pub mod engine;
 pub mod live;
 pub mod reference;
-pub mod runs;
 
 pub use periscope_scan::api::{
     AsnMatch, AsnSource, Count, DomainMatch, DomainMatchSource, Exposure, ExposureBucket,
