@@ -276,7 +276,11 @@ fn errors_exit_with_2_and_say_what_is_wrong() {
     let out = periscope(&["ingest", "--data", path_str(&held), path_str(&file)]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("cannot open the scan store"), "{stderr}");
+    assert_eq!(
+        stderr.matches("scan store").count(),
+        1,
+        "the store is named once: {stderr}"
+    );
     assert_eq!(
         stderr.matches("is open in another process").count(),
         1,
