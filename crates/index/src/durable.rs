@@ -984,7 +984,8 @@ impl DurableStore {
 
     /// One consistent read view of the store as of the last acknowledged batch; batches
     /// applied later are not seen by it. It keeps the run files it reads open, so they stay
-    /// readable after a merge removes them.
+    /// readable after a merge removes them (their disk space is returned when the last
+    /// snapshot holding them is dropped: in a server, at the next full rebuild).
     pub fn snapshot(&self) -> Result<StoreSnapshot, StoreError> {
         Ok(StoreSnapshot {
             version: Arc::clone(&self.current),
