@@ -1,6 +1,6 @@
 //! `periscope ingest`: reads observation files (JSON Lines, optionally gzip-compressed, `-` for
-//! standard input) into the scan store `DIR/scan.redb`, in batches that are each one durable
-//! write transaction.
+//! standard input) into the scan store `DIR/scan.store`, in batches that are each one durable
+//! run of the store (see `periscope_index::durable`).
 //!
 //! The work is shared by threads so every core is busy: this one (the reader) cuts the input
 //! into chunks of whole lines, a pool of parsing threads, one per core ([`parallel`]), parses
@@ -71,7 +71,7 @@ mod parallel;
 use parallel::{Chunks, Parsers};
 
 /// The store file inside the data directory.
-pub(crate) const STORE_FILE: &str = "scan.redb";
+pub(crate) const STORE_FILE: &str = "scan.store";
 /// Observations per batch unless `--batch` says otherwise.
 pub(crate) const DEFAULT_BATCH: usize = 20_000;
 /// The largest `--batch`.
@@ -100,7 +100,7 @@ pub(crate) struct Args {
     /// Censys), optionally gzip-compressed; '-' reads standard input.
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
-    /// Data directory, created when missing; the store is DIR/scan.redb (overrides `data` of
+    /// Data directory, created when missing; the store is DIR/scan.store (overrides `data` of
     /// --config and PERISCOPE_DATA) [default: ./data].
     #[arg(long, value_name = "DIR", conflicts_with = "index")]
     data: Option<String>,
@@ -109,7 +109,7 @@ pub(crate) struct Args {
     /// PERISCOPE_INDEX_URL); its schema must exist (periscope clickhouse init).
     #[arg(long, value_name = "URL")]
     index: Option<String>,
-    /// Observations per batch (one write transaction each), 1 to 1,000,000.
+    /// Observations per batch (one durable run of the store each), 1 to 1,000,000.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH, value_parser = parse_batch)]
     batch: usize,
     /// Print a line on standard error as each batch is acknowledged (for diagnostics and

@@ -141,8 +141,10 @@ pub(crate) fn log_filter(value: &str) -> Result<tracing_subscriber::filter::Targ
     })
 }
 
-/// Whether the store holds any host (a missing store holds none).
+/// Whether the store holds any host (a missing store holds none; a store of the old format is
+/// an error, not a missing store).
 fn has_scan_data(store_path: &Path) -> Result<bool> {
+    periscope_index::durable::refuse_old_format(store_path)?;
     if !store_path.exists() {
         return Ok(false);
     }

@@ -63,7 +63,7 @@ fn reports_every_operation_with_matches_and_json() {
     }
     // The input is deleted after the ingest; the store and the description stay.
     assert!(!dir.join("observations.jsonl").exists());
-    assert!(dir.join("data/scan.redb").is_file());
+    assert!(dir.join("data/scan.store").is_dir());
     assert!(dir.join("dataset.txt").is_file());
 
     let value: serde_json::Value =

@@ -283,7 +283,7 @@ fn now() -> Timestamp {
 }
 
 fn embedded(data: &Path, at: Timestamp) -> EmbeddedIndex {
-    let store = DurableStore::open(&data.join("scan.redb")).unwrap();
+    let store = DurableStore::open(&data.join("scan.store")).unwrap();
     EmbeddedIndex::from_store(&store, IndexConfig::default(), at).unwrap()
 }
 

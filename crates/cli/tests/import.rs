@@ -22,7 +22,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn store_contents(data: &Path) -> String {
-    let store = DurableStore::open(&data.join("scan.redb")).unwrap();
+    let store = DurableStore::open(&data.join("scan.store")).unwrap();
     let hosts: Vec<_> = store.hosts().unwrap().map(|h| h.unwrap()).collect();
     format!("{hosts:?} {:?}", store.domain_scans().unwrap())
 }

@@ -70,7 +70,7 @@ fn count(report: &str, label: &str) -> u64 {
 
 /// Everything in the store of `data`: host records in host order and domain scans.
 fn contents(data: &Path) -> (Vec<HostRecord>, DomainScans) {
-    let store = DurableStore::open(&data.join("scan.redb")).expect("the store opens");
+    let store = DurableStore::open(&data.join("scan.store")).expect("the store opens");
     let hosts = store
         .hosts()
         .expect("hosts")
@@ -111,7 +111,11 @@ fn summary_agrees_with_validate_and_reingest_applies_nothing() {
         "{report}{validate}"
     );
     let (hosts, scans) = contents(&data);
-    assert_eq!(count(&report, "scan.redb:"), hosts.len() as u64, "{report}");
+    assert_eq!(
+        count(&report, "scan.store:"),
+        hosts.len() as u64,
+        "{report}"
+    );
     assert_eq!(
         count(&report, "hosts,"),
         scans.by_name.len() as u64,
@@ -268,13 +272,61 @@ fn errors_exit_with_2_and_say_what_is_wrong() {
     // A store another process holds.
     let held = dir.join("held");
     std::fs::create_dir_all(&held).expect("mkdir");
-    let store = DurableStore::open(&held.join("scan.redb")).expect("the store opens");
+    let store = DurableStore::open(&held.join("scan.store")).expect("the store opens");
     let out = periscope(&["ingest", "--data", path_str(&held), path_str(&file)]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("cannot open the scan store"), "{stderr}");
-    assert_eq!(stderr.matches("already open").count(), 1, "{stderr}");
+    assert_eq!(
+        stderr.matches("scan store").count(),
+        1,
+        "the store is named once: {stderr}"
+    );
+    assert_eq!(
+        stderr.matches("is open in another process").count(),
+        1,
+        "{stderr}"
+    );
     drop(store);
+
+    // A data directory holding a store of schema version 1 (the redb file `scan.redb`): refused
+    // with what to do, nothing written beside it.
+    let old = dir.join("old");
+    std::fs::create_dir_all(&old).expect("mkdir");
+    {
+        let db = redb::Database::create(old.join("scan.redb")).expect("a redb file");
+        let txn = db.begin_write().expect("a write");
+        txn.open_table(redb::TableDefinition::<&str, u64>::new("meta"))
+            .expect("the meta table")
+            .insert("schema_version", 1)
+            .expect("the version");
+        txn.commit().expect("commit");
+    }
+    for command in [
+        vec!["ingest", "--data", path_str(&old), path_str(&file)],
+        vec![
+            "serve",
+            "--demo",
+            "--demo-hosts",
+            "10",
+            "--data",
+            path_str(&old),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    ] {
+        let out = periscope(&command);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("scan.redb is a scan store of schema version 1")
+                && stderr.contains("ingest the observations again into a new data directory"),
+            "{command:?}: {stderr}"
+        );
+    }
+    assert!(
+        !old.join("scan.store").exists(),
+        "a store was created beside the old one"
+    );
 
     // A truncated gzip file is an input error, not a rejected line.
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());

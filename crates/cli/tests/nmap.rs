@@ -359,7 +359,7 @@ fn evidence<'a>(service: &'a Value, kind: &str) -> &'a Value {
 }
 
 fn store_contents(data: &Path) -> String {
-    let store = DurableStore::open(&data.join("scan.redb")).unwrap();
+    let store = DurableStore::open(&data.join("scan.store")).unwrap();
     let hosts: Vec<_> = store.hosts().unwrap().map(|h| h.unwrap()).collect();
     format!("{hosts:?}")
 }

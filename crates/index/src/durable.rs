@@ -1,21 +1,38 @@
 //! The durable store of the embedded engine: the current host records and domain-scan records
-//! in one `redb` file, so a crash loses nothing acknowledged.
+//! as a directory of immutable sorted run files, so a batch is written as one sequential
+//! append and a crash loses nothing acknowledged.
 //!
-//! Tables (names are public so tools and tests can reach them with `redb` directly):
-//! - [`META_TABLE`] (`&str → u64`): `schema_version` = [`SCHEMA_VERSION`]; a store of another
-//!   version is refused when opened, never read. `generation` ([`GENERATION_KEY`]) counts the
-//!   batches that changed something.
-//! - [`HOSTS_TABLE`] (`[u8; 16] → bytes`): one [`HostRecord`] per address, keyed by the
-//!   big-endian [`ip_order_key`], so iterating the table is host order (IPv4 first, then
-//!   IPv6, each ascending); values are [`codec::encode_host`] bytes.
-//! - [`DOMAIN_SCANS_TABLE`] (`&str → bytes`): the newest [`DomainScan`] per name.
+//! Layout of the store directory (`DIR/scan.store`, schema version [`SCHEMA_VERSION`]):
+//! - `LOCK` ([`LOCK_FILE`]): locked by the one process that has the store open.
+//! - `MANIFEST` ([`MANIFEST_FILE`]): a short text file naming the schema version, the
+//!   generation (the number of batches that changed something, so an index file can tell
+//!   whether it was built from this state), the next run number and the runs, oldest first.
+//!   It is replaced atomically (written beside, synced, renamed over, directory synced); the
+//!   runs it names are the store, and any other run file is a leftover of an interrupted
+//!   batch or merge, removed when the store is opened.
+//! - `NNNNNNNNNNNNNNNN.run`: one run. Its records are sorted by key (hosts by [`HostKey`],
+//!   which is host order, then domain scans by name); each key holds the whole current
+//!   record as of that run, so the newest run holding a key has its record. Format: the magic
+//!   [`RUN_MAGIC`], the encoded records ([`codec::encode_host`],
+//!   [`codec::encode_domain_scan`]) back to back, the host index (per record: key, offset,
+//!   length), the name index (per record: name length, name, offset, length), and a 48-byte
+//!   footer (record counts, where the two indexes start, an FNV-1a checksum of the indexes,
+//!   [`RUN_END`]).
 //!
-//! [`DurableStore::apply_batch`] merges a batch of observations in one write transaction:
-//! each affected record is read, merged by the current-observation rule
-//! ([`HostRecord::apply`], [`DomainScans::apply`]) and written back only when its bytes
-//! changed. The batch is acknowledged when the commit returns (redb's default, immediate
-//! durability: the data is on disk); a batch that fails, or a process that dies before the
-//! commit returns, leaves no trace of it.
+//! [`DurableStore::apply_batch`] reads the current record of each host and name a batch
+//! touches (the newest run holding it), merges the observations by the current-observation
+//! rule ([`HostRecord::apply`], [`DomainScans::apply`]), and writes the records whose bytes
+//! changed as one new run: written, synced, then named in a new manifest. The batch is
+//! acknowledged when the manifest is in place; a batch that fails, or a process that dies
+//! before, leaves no trace of it. Runs are merged when the newest [`FANOUT`] runs are of one
+//! tier (a batch's run is tier 0, the merge of `FANOUT` runs of tier `t` is of tier `t + 1`),
+//! so a store holds a few dozen runs at most and a record is rewritten once per tier. Until
+//! version 1 (one redb B-tree file, `scan.redb`) each batch rewrote pages scattered over the
+//! whole key space; see `docs/benchmarks.md`. A store of version 1 is refused with
+//! [`StoreError::OldFormat`], never read.
+//!
+//! The run indexes are held in memory (about 32 bytes per host record per run); a record is
+//! read with one positioned read.
 //!
 //! **Invariant:** a stored host record has had at least one counting observation applied (an
 //! address seen only in failed observations is not stored). Whether it is a host *now* is
@@ -23,71 +40,68 @@
 //! **Boundary:** this module persists records; it builds no in-memory index. The engine
 //! builds its snapshots from a [`StoreSnapshot`] and keeps it to read the records it shows.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use periscope_model::DomainName;
 use periscope_model::ip_order_key;
 use periscope_model::observation::{DomainScan, Observation, ServiceObservation};
-use redb::{
-    Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle,
-};
 
 use crate::codec::{self, CodecError};
 use crate::store::{ApplyOutcome, DomainScans, HostRecord};
 
 /// The layout this build writes and the only one it opens.
-pub const SCHEMA_VERSION: u64 = 1;
-
-/// The metadata table: `&str → u64`.
-pub const META_TABLE: &str = "meta";
-/// The key of the schema version in [`META_TABLE`].
-pub const SCHEMA_VERSION_KEY: &str = "schema_version";
-/// The key of the generation in [`META_TABLE`]: the number of batches committed that changed
-/// something (absent before the first), so an index file can tell whether it was built from
-/// this state.
-pub const GENERATION_KEY: &str = "generation";
-/// The host records: 16-byte big-endian host-order key → encoded [`HostRecord`].
-pub const HOSTS_TABLE: &str = "hosts";
-/// The domain-scan records: name → encoded [`DomainScan`].
-pub const DOMAIN_SCANS_TABLE: &str = "domain_scans";
-
-const META: TableDefinition<&str, u64> = TableDefinition::new(META_TABLE);
-const HOSTS: TableDefinition<&[u8; 16], &[u8]> = TableDefinition::new(HOSTS_TABLE);
-const DOMAIN_SCANS: TableDefinition<&str, &[u8]> = TableDefinition::new(DOMAIN_SCANS_TABLE);
+pub const SCHEMA_VERSION: u64 = 2;
+/// The manifest file in the store directory.
+pub const MANIFEST_FILE: &str = "MANIFEST";
+/// The lock file in the store directory.
+pub const LOCK_FILE: &str = "LOCK";
+/// The first line of a manifest.
+const MANIFEST_HEADER: &str = "periscope scan store";
+/// The first 8 bytes of a run file.
+pub const RUN_MAGIC: &[u8; 8] = b"PSCRUN02";
+/// The last 8 bytes of a run file.
+pub const RUN_END: &[u8; 8] = b"PSCEND02";
+/// The footer: four counts and offsets, the checksum, [`RUN_END`].
+const FOOTER_LEN: u64 = 48;
+/// Runs merged at once.
+pub const FANOUT: usize = 8;
+/// The first bytes of a redb database file (the store format of schema version 1).
+const REDB_MAGIC: &[u8] = b"redb";
 
 /// What went wrong in the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The file could not be opened or created as a database.
-    #[error("cannot open the scan store {}", path.display())]
-    Open {
-        /// The store file.
-        path: PathBuf,
-        /// What the database said.
-        #[source]
-        source: Box<redb::Error>,
-    },
-    /// The database failed during an operation (I/O error, storage corruption, …).
-    #[error("the scan store failed while {during}")]
-    Database {
+    /// A file of the store could not be read or written.
+    #[error("the scan store failed while {during} ({})", path.display())]
+    Io {
         /// What the store was doing.
         during: &'static str,
-        /// What the database said.
-        #[source]
-        source: Box<redb::Error>,
-    },
-    /// The file's metadata could not be read.
-    #[error("cannot read the size of {}", path.display())]
-    Io {
-        /// The store file.
+        /// The file or directory.
         path: PathBuf,
         /// The I/O error.
         #[source]
-        source: std::io::Error,
+        source: io::Error,
+    },
+    /// Another process has the store open.
+    #[error("the scan store {} is open in another process", path.display())]
+    Locked {
+        /// The store directory.
+        path: PathBuf,
+    },
+    /// A run file or the manifest is not what this build wrote.
+    #[error("the scan store file {} is corrupt: {reason}", path.display())]
+    CorruptFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
     },
     /// A stored host record does not decode, or is filed under another address.
     #[error("the stored host record {key} is corrupt: {reason}")]
@@ -118,26 +132,43 @@ pub enum StoreError {
         path.display()
     )]
     VersionMismatch {
-        /// The store file.
+        /// The store directory.
         path: PathBuf,
-        /// The version recorded in the file.
+        /// The version recorded in the manifest.
         found: u64,
         /// The version this build reads.
         supported: u64,
     },
-    /// The file is a redb database with tables but no schema version: not a scan store.
-    #[error("{} is a database but not a Periscope scan store (it has no schema version)", path.display())]
-    NotAStore {
-        /// The file.
+    /// A store of schema version 1 (one redb file), which this build does not read.
+    #[error(
+        "{} is a scan store of schema version 1 (one redb file); this build reads only \
+         version {SCHEMA_VERSION}: ingest the observations again into a new data directory \
+         (periscope ingest --data NEW_DIR FILE…), or keep using the previous release for it",
+        path.display()
+    )]
+    OldFormat {
+        /// The redb file.
         path: PathBuf,
+    },
+    /// The path is neither a scan store nor empty.
+    #[error("{} is not a Periscope scan store: {reason}", path.display())]
+    NotAStore {
+        /// The path.
+        path: PathBuf,
+        /// What was found instead.
+        reason: &'static str,
     },
 }
 
-/// Wraps a database error with what the store was doing.
-fn failed<E: Into<redb::Error>>(during: &'static str) -> impl FnOnce(E) -> StoreError {
-    move |e| StoreError::Database {
+/// Wraps an I/O error with what the store was doing and where.
+fn io_failed<'a>(
+    during: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(io::Error) -> StoreError + 'a {
+    move |source| StoreError::Io {
         during,
-        source: Box::new(e.into()),
+        path: path.to_owned(),
+        source,
     }
 }
 
@@ -213,87 +244,515 @@ pub struct StoreStats {
     pub hosts: u64,
     /// Stored domain-scan records (one per name).
     pub domain_scans: u64,
-    /// Size of the file in bytes.
+    /// Size of the store's files (runs and manifest) in bytes.
     pub file_bytes: u64,
 }
 
-/// The scan store: host records and domain-scan records in one redb file.
-pub struct DurableStore {
-    /// Shared with the snapshots taken of it, which read through it after the store is
-    /// dropped (the file stays open and locked until the last of them is gone).
-    db: Arc<Database>,
+// ---------------------------------------------------------------------------------------------
+// Runs.
+
+/// Where a record is in its run file.
+#[derive(Debug, Clone, Copy)]
+struct Loc {
+    at: u64,
+    len: u32,
+}
+
+/// One immutable run file, with its indexes in memory.
+struct Run {
+    id: u64,
+    tier: u32,
     path: PathBuf,
+    file: File,
+    bytes: u64,
+    host_keys: Vec<HostKey>,
+    host_locs: Vec<Loc>,
+    names: Vec<Box<str>>,
+    name_locs: Vec<Loc>,
+}
+
+impl Run {
+    fn file_name(id: u64) -> String {
+        format!("{id:016x}.run")
+    }
+
+    fn find_host(&self, key: HostKey) -> Option<Loc> {
+        let at = self.host_keys.binary_search(&key).ok()?;
+        Some(self.host_locs[at])
+    }
+
+    fn find_name(&self, name: &str) -> Option<Loc> {
+        let at = self.names.binary_search_by(|n| (**n).cmp(name)).ok()?;
+        Some(self.name_locs[at])
+    }
+
+    /// The bytes at `loc`, into `buf`.
+    fn read(&self, loc: Loc, buf: &mut Vec<u8>) -> Result<(), StoreError> {
+        buf.resize(loc.len as usize, 0);
+        self.file
+            .read_exact_at(buf, loc.at)
+            .map_err(io_failed("reading a record", &self.path))
+    }
+
+    /// Opens and checks the run `id` in `dir`, loading its indexes.
+    fn load(dir: &Path, id: u64, tier: u32) -> Result<Self, StoreError> {
+        let path = dir.join(Self::file_name(id));
+        let file = File::open(&path).map_err(io_failed("opening a run", &path))?;
+        let bytes = file
+            .metadata()
+            .map_err(io_failed("reading the size of a run", &path))?
+            .len();
+        let corrupt = |reason: String| StoreError::CorruptFile {
+            path: path.clone(),
+            reason,
+        };
+        if bytes < RUN_MAGIC.len() as u64 + FOOTER_LEN {
+            return Err(corrupt(format!("{bytes} bytes is too short for a run")));
+        }
+        let mut head = [0u8; 8];
+        file.read_exact_at(&mut head, 0)
+            .map_err(io_failed("reading a run", &path))?;
+        if &head != RUN_MAGIC {
+            return Err(corrupt("it does not start as a run file".into()));
+        }
+        let mut footer = [0u8; FOOTER_LEN as usize];
+        file.read_exact_at(&mut footer, bytes - FOOTER_LEN)
+            .map_err(io_failed("reading a run", &path))?;
+        let word =
+            |i: usize| u64::from_le_bytes(footer[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+        let (hosts, names, host_index_at, name_index_at, checksum) =
+            (word(0), word(1), word(2), word(3), word(4));
+        if &footer[40..] != RUN_END {
+            return Err(corrupt("it does not end as a complete run".into()));
+        }
+        let index_end = bytes - FOOTER_LEN;
+        if !(8 <= host_index_at && host_index_at <= name_index_at && name_index_at <= index_end) {
+            return Err(corrupt("its footer points outside the file".into()));
+        }
+        let mut index = vec![0u8; (index_end - host_index_at) as usize];
+        file.read_exact_at(&mut index, host_index_at)
+            .map_err(io_failed("reading a run's index", &path))?;
+        if fnv1a(&index) != checksum {
+            return Err(corrupt("its index does not match its checksum".into()));
+        }
+        let (host_part, name_part) = index.split_at((name_index_at - host_index_at) as usize);
+        let check_loc = |loc: Loc| {
+            if loc.at < 8 || loc.at + u64::from(loc.len) > host_index_at {
+                Err(corrupt(format!(
+                    "a record at {} of {} bytes lies outside the records",
+                    loc.at, loc.len
+                )))
+            } else {
+                Ok(loc)
+            }
+        };
+        if host_part.len() as u64 != hosts * 28 {
+            return Err(corrupt(format!(
+                "its host index has {} bytes for {hosts} records",
+                host_part.len()
+            )));
+        }
+        let mut host_keys = Vec::with_capacity(hosts as usize);
+        let mut host_locs = Vec::with_capacity(hosts as usize);
+        for entry in host_part.chunks_exact(28) {
+            let key = HostKey(entry[..16].try_into().unwrap_or_default());
+            if host_keys.last().is_some_and(|last| *last >= key) {
+                return Err(corrupt(format!("its host keys are out of order at {key}")));
+            }
+            let loc = Loc {
+                at: u64::from_le_bytes(entry[16..24].try_into().unwrap_or_default()),
+                len: u32::from_le_bytes(entry[24..28].try_into().unwrap_or_default()),
+            };
+            host_keys.push(key);
+            host_locs.push(check_loc(loc)?);
+        }
+        let mut name_keys: Vec<Box<str>> = Vec::with_capacity(names as usize);
+        let mut name_locs = Vec::with_capacity(names as usize);
+        let mut rest = name_part;
+        for _ in 0..names {
+            let truncated = || corrupt("its name index is truncated".into());
+            let len = usize::from(u16::from_le_bytes(
+                rest.get(..2)
+                    .ok_or_else(truncated)?
+                    .try_into()
+                    .unwrap_or_default(),
+            ));
+            let entry = rest.get(2..2 + len + 12).ok_or_else(truncated)?;
+            let name = std::str::from_utf8(&entry[..len])
+                .map_err(|_| corrupt("a name in its index is not UTF-8".into()))?;
+            if name_keys.last().is_some_and(|last| **last >= *name) {
+                return Err(corrupt(format!("its names are out of order at {name:?}")));
+            }
+            let loc = Loc {
+                at: u64::from_le_bytes(entry[len..len + 8].try_into().unwrap_or_default()),
+                len: u32::from_le_bytes(entry[len + 8..].try_into().unwrap_or_default()),
+            };
+            name_keys.push(name.into());
+            name_locs.push(check_loc(loc)?);
+            rest = &rest[2 + len + 12..];
+        }
+        if !rest.is_empty() {
+            return Err(corrupt("its name index is longer than its names".into()));
+        }
+        Ok(Self {
+            id,
+            tier,
+            path,
+            file,
+            bytes,
+            host_keys,
+            host_locs,
+            names: name_keys,
+            name_locs,
+        })
+    }
+}
+
+/// FNV-1a, 64 bits: the checksum of a run's indexes.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Writes a run file: host records in key order, then domain scans in name order, then
+/// [`Self::finish`].
+struct RunWriter {
+    id: u64,
+    path: PathBuf,
+    out: BufWriter<File>,
+    at: u64,
+    hosts: Vec<(HostKey, Loc)>,
+    names: Vec<(Box<str>, Loc)>,
+}
+
+impl RunWriter {
+    fn create(dir: &Path, id: u64) -> Result<Self, StoreError> {
+        let path = dir.join(Run::file_name(id));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(io_failed("creating a run", &path))?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        out.write_all(RUN_MAGIC)
+            .map_err(io_failed("writing a run", &path))?;
+        Ok(Self {
+            id,
+            path,
+            out,
+            at: RUN_MAGIC.len() as u64,
+            hosts: Vec::new(),
+            names: Vec::new(),
+        })
+    }
+
+    fn value(&mut self, bytes: &[u8]) -> Result<Loc, StoreError> {
+        self.out
+            .write_all(bytes)
+            .map_err(io_failed("writing a run", &self.path))?;
+        let len = u32::try_from(bytes.len()).map_err(|_| StoreError::CorruptFile {
+            path: self.path.clone(),
+            reason: format!("a record of {} bytes is too large", bytes.len()),
+        })?;
+        let loc = Loc { at: self.at, len };
+        self.at += u64::from(len);
+        Ok(loc)
+    }
+
+    /// Adds a host record; keys come in ascending order.
+    fn host(&mut self, key: HostKey, bytes: &[u8]) -> Result<(), StoreError> {
+        debug_assert!(self.hosts.last().is_none_or(|(last, _)| *last < key));
+        let loc = self.value(bytes)?;
+        self.hosts.push((key, loc));
+        Ok(())
+    }
+
+    /// Adds a domain scan; names come in ascending order, after every host.
+    fn name(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        debug_assert!(self.names.last().is_none_or(|(last, _)| **last < *name));
+        let loc = self.value(bytes)?;
+        self.names.push((name.into(), loc));
+        Ok(())
+    }
+
+    /// Writes the indexes and footer, syncs the file, and opens it as a run of `tier`.
+    fn finish(mut self, tier: u32) -> Result<Run, StoreError> {
+        let mut index = Vec::with_capacity(self.hosts.len() * 28 + self.names.len() * 40);
+        for (key, loc) in &self.hosts {
+            index.extend_from_slice(&key.0);
+            index.extend_from_slice(&loc.at.to_le_bytes());
+            index.extend_from_slice(&loc.len.to_le_bytes());
+        }
+        let name_index_at = self.at + index.len() as u64;
+        for (name, loc) in &self.names {
+            let len = u16::try_from(name.len()).map_err(|_| StoreError::CorruptFile {
+                path: self.path.clone(),
+                reason: format!("the name {name:?} is too long for a run"),
+            })?;
+            index.extend_from_slice(&len.to_le_bytes());
+            index.extend_from_slice(name.as_bytes());
+            index.extend_from_slice(&loc.at.to_le_bytes());
+            index.extend_from_slice(&loc.len.to_le_bytes());
+        }
+        let mut footer = Vec::with_capacity(FOOTER_LEN as usize);
+        for word in [
+            self.hosts.len() as u64,
+            self.names.len() as u64,
+            self.at,
+            name_index_at,
+            fnv1a(&index),
+        ] {
+            footer.extend_from_slice(&word.to_le_bytes());
+        }
+        footer.extend_from_slice(RUN_END);
+        let failed = io_failed("writing a run", &self.path);
+        self.out.write_all(&index).map_err(failed)?;
+        self.out
+            .write_all(&footer)
+            .map_err(io_failed("writing a run", &self.path))?;
+        let file = self.out.into_inner().map_err(|e| StoreError::Io {
+            during: "writing a run",
+            path: self.path.clone(),
+            source: e.into_error(),
+        })?;
+        file.sync_all()
+            .map_err(io_failed("syncing a run", &self.path))?;
+        let bytes = self.at + index.len() as u64 + FOOTER_LEN;
+        let (host_keys, host_locs) = self.hosts.into_iter().unzip();
+        let (names, name_locs) = self.names.into_iter().unzip();
+        Ok(Run {
+            id: self.id,
+            tier,
+            path: self.path,
+            file,
+            bytes,
+            host_keys,
+            host_locs,
+            names,
+            name_locs,
+        })
+    }
+}
+
+/// Reads a run's records in file order through a window of the file, so a walk in key order
+/// reads each run sequentially.
+struct Window {
+    start: u64,
+    buf: Vec<u8>,
+}
+
+impl Window {
+    const SIZE: usize = 1 << 20;
+
+    fn new() -> Self {
+        Self {
+            start: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    fn get<'a>(&'a mut self, run: &Run, loc: Loc) -> Result<&'a [u8], StoreError> {
+        let end = loc.at + u64::from(loc.len);
+        if loc.at < self.start || end > self.start + self.buf.len() as u64 {
+            let want = (loc.len as usize).max(Self::SIZE);
+            let available = (run.bytes - loc.at) as usize;
+            self.buf.resize(want.min(available), 0);
+            run.file
+                .read_exact_at(&mut self.buf, loc.at)
+                .map_err(io_failed("reading a run", &run.path))?;
+            self.start = loc.at;
+        }
+        let from = (loc.at - self.start) as usize;
+        Ok(&self.buf[from..from + loc.len as usize])
+    }
+}
+
+/// One step of a walk over sorted key lists (one per run, oldest first) in key order: the
+/// newest run holding the smallest key not yet passed, and the key's position there; every
+/// list's position is moved past that key.
+fn newest_next<'a, K: Ord + 'a>(
+    pos: &mut [usize],
+    list: impl Fn(usize) -> &'a [K],
+) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, &K)> = None;
+    for (run, at) in pos.iter().enumerate() {
+        if let Some(key) = list(run).get(*at) {
+            // `<=`: among equal keys the later (newer) run wins.
+            if best.is_none_or(|(_, b)| key <= b) {
+                best = Some((run, key));
+            }
+        }
+    }
+    let (run, key) = best?;
+    let found = pos[run];
+    for (r, at) in pos.iter_mut().enumerate() {
+        if list(r).get(*at) == Some(key) {
+            *at += 1;
+        }
+    }
+    Some((run, found))
+}
+
+/// [`newest_next`] as an iterator over borrowed lists.
+struct Newest<'a, K> {
+    lists: Vec<&'a [K]>,
+    pos: Vec<usize>,
+}
+
+impl<'a, K: Ord> Newest<'a, K> {
+    fn new(lists: Vec<&'a [K]>) -> Self {
+        let pos = vec![0; lists.len()];
+        Self { lists, pos }
+    }
+}
+
+impl<K: Ord> Iterator for Newest<'_, K> {
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        let lists = &self.lists;
+        newest_next(&mut self.pos, |r| lists[r])
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The store.
+
+/// One state of the store: the runs (oldest first) and the generation.
+struct Version {
+    generation: u64,
+    runs: Vec<Arc<Run>>,
+}
+
+impl Version {
+    fn newest_host(&self, key: HostKey) -> Option<(&Run, Loc)> {
+        self.runs
+            .iter()
+            .rev()
+            .find_map(|run| run.find_host(key).map(|loc| (&**run, loc)))
+    }
+
+    fn newest_name(&self, name: &str) -> Option<(&Run, Loc)> {
+        self.runs
+            .iter()
+            .rev()
+            .find_map(|run| run.find_name(name).map(|loc| (&**run, loc)))
+    }
+
+    fn host(&self, key: HostKey, buf: &mut Vec<u8>) -> Result<Option<HostRecord>, StoreError> {
+        let Some((run, loc)) = self.newest_host(key) else {
+            return Ok(None);
+        };
+        run.read(loc, buf)?;
+        decode_stored_host(key, buf).map(Some)
+    }
+
+    fn domain_scan(&self, name: &str, buf: &mut Vec<u8>) -> Result<Option<DomainScan>, StoreError> {
+        let Some((run, loc)) = self.newest_name(name) else {
+            return Ok(None);
+        };
+        run.read(loc, buf)?;
+        decode_stored_scan(name, buf).map(Some)
+    }
+}
+
+/// The scan store: host records and domain-scan records in a directory of sorted runs.
+pub struct DurableStore {
+    dir: PathBuf,
+    /// Held (locked) while the store is open.
+    _lock: File,
+    current: Arc<Version>,
+    next_run: u64,
 }
 
 impl fmt::Debug for DurableStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DurableStore")
-            .field("path", &self.path)
+            .field("dir", &self.dir)
             .finish_non_exhaustive()
     }
 }
 
 impl DurableStore {
-    /// Opens the store at `path`, creating it when the file is missing or empty.
+    /// Opens the store directory `path`, creating it when missing or empty.
     ///
-    /// A new store records [`SCHEMA_VERSION`]; an existing one must carry it. The file is
-    /// locked for this process while the store is open.
+    /// A new store records [`SCHEMA_VERSION`]; an existing one must carry it. A store of
+    /// schema version 1 (a redb file at `path`, or beside it with the extension `redb`) is
+    /// refused with [`StoreError::OldFormat`]. The store is locked for this process while
+    /// open.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let db = Database::create(path).map_err(|e| StoreError::Open {
-            path: path.to_owned(),
-            source: Box::new(e.into()),
+        refuse_old_format(path)?;
+        fs::create_dir_all(path).map_err(io_failed("creating the store directory", path))?;
+        let lock_path = path.join(LOCK_FILE);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_failed("opening the lock file", &lock_path))?;
+        lock.try_lock().map_err(|e| match e {
+            fs::TryLockError::WouldBlock => StoreError::Locked {
+                path: path.to_owned(),
+            },
+            fs::TryLockError::Error(source) => StoreError::Io {
+                during: "locking the store",
+                path: lock_path.clone(),
+                source,
+            },
         })?;
-        let txn = db.begin_write().map_err(failed("opening the store"))?;
-        {
-            let mut meta = txn
-                .open_table(META)
-                .map_err(failed("opening the meta table"))?;
-            let found = meta
-                .get(SCHEMA_VERSION_KEY)
-                .map_err(failed("reading the schema version"))?
-                .map(|v| v.value());
-            match found {
-                Some(SCHEMA_VERSION) => {}
-                Some(found) => {
-                    return Err(StoreError::VersionMismatch {
+        let manifest_path = path.join(MANIFEST_FILE);
+        let manifest = match fs::read_to_string(&manifest_path) {
+            Ok(text) => Manifest::parse(&text, path)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let foreign = fs::read_dir(path)
+                    .map_err(io_failed("listing the store directory", path))?
+                    .filter_map(Result::ok)
+                    .any(|entry| {
+                        entry.file_name() != LOCK_FILE && entry.file_name() != MANIFEST_TMP
+                    });
+                if foreign {
+                    return Err(StoreError::NotAStore {
                         path: path.to_owned(),
-                        found,
-                        supported: SCHEMA_VERSION,
+                        reason: "the directory holds files but no manifest",
                     });
                 }
-                None => {
-                    let foreign = txn
-                        .list_tables()
-                        .map_err(failed("listing tables"))?
-                        .any(|t| t.name() != META_TABLE);
-                    if foreign {
-                        return Err(StoreError::NotAStore {
-                            path: path.to_owned(),
-                        });
-                    }
-                    meta.insert(SCHEMA_VERSION_KEY, SCHEMA_VERSION)
-                        .map_err(failed("recording the schema version"))?;
-                }
+                let fresh = Manifest {
+                    generation: 0,
+                    next_run: 1,
+                    runs: Vec::new(),
+                };
+                fresh.write(path)?;
+                fresh
             }
-            txn.open_table(HOSTS)
-                .map_err(failed("creating the hosts table"))?;
-            txn.open_table(DOMAIN_SCANS)
-                .map_err(failed("creating the domain-scans table"))?;
-        }
-        txn.commit().map_err(failed("initialising the store"))?;
+            Err(e) => return Err(io_failed("reading the manifest", &manifest_path)(e)),
+        };
+        let runs = manifest
+            .runs
+            .iter()
+            .map(|&(id, tier)| Run::load(path, id, tier).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        remove_leftovers(path, &manifest)?;
         Ok(Self {
-            db: Arc::new(db),
-            path: path.to_owned(),
+            dir: path.to_owned(),
+            _lock: lock,
+            current: Arc::new(Version {
+                generation: manifest.generation,
+                runs,
+            }),
+            next_run: manifest.next_run,
         })
     }
 
-    /// The store file.
+    /// The store directory.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.dir
     }
 
-    /// Merges a batch of observations in one write transaction, and returns what it did once
-    /// the transaction is committed (durably: on disk).
+    /// Merges a batch of observations and returns what it did once the batch is durable (its
+    /// run synced and named in the synced manifest).
     ///
     /// Observations are merged by the current-observation rule, in the order given within
     /// each host and name; the outcome does not depend on that order, nor on the order of
@@ -308,8 +767,8 @@ impl DurableStore {
     }
 
     /// [`Self::apply_batch`], adding to `written` the keys of the host records and the names
-    /// of the domain-scan records it wrote (once the batch is committed; on an error
-    /// `written` is as it was).
+    /// of the domain-scan records it wrote (once the batch is durable; on an error `written`
+    /// is as it was).
     pub fn apply_batch_noting(
         &mut self,
         observations: &[Observation],
@@ -332,27 +791,28 @@ impl DurableStore {
         self.apply_all(observations.drain(..), &mut Written::default())
     }
 
-    /// Merges the batch; notes in `written` what it wrote (meaningful once it committed).
+    /// Merges the batch; notes in `written` what it wrote (meaningful once it is durable).
     fn apply_all(
         &mut self,
         observations: impl Iterator<Item = Observation>,
         written: &mut Written,
     ) -> Result<BatchSummary, StoreError> {
+        // Merging runs first, so an error of the merge leaves the batch unapplied.
+        self.merge_runs()?;
         let mut slots: Vec<Option<ServiceObservation>> = Vec::new();
         let mut order: Vec<(HostKey, usize)> = Vec::new();
-        let mut scans: Vec<DomainScan> = Vec::new();
+        let mut scans: BTreeMap<DomainName, Vec<DomainScan>> = BTreeMap::new();
         for obs in observations {
             match obs {
                 Observation::Service(s) => {
                     order.push((HostKey::of(s.ip), slots.len()));
                     slots.push(Some(s));
                 }
-                Observation::Domain(d) => scans.push(d),
+                Observation::Domain(d) => scans.entry(d.name.clone()).or_default().push(d),
             }
         }
-        // Host order, then arrival order within a host, so the B-tree is walked once. The
-        // small (key, position) pairs are sorted, not the observations (moving those around
-        // cost the sort most of its time).
+        // Host order, then arrival order within a host. The small (key, position) pairs are
+        // sorted, not the observations.
         order.sort_unstable();
         let services = order.into_iter().map(|(key, at)| {
             let obs = slots[at].take();
@@ -360,17 +820,23 @@ impl DurableStore {
         });
 
         let mut summary = BatchSummary::default();
-        let txn = self.db.begin_write().map_err(failed("starting a batch"))?;
-        {
-            let mut hosts = txn
-                .open_table(HOSTS)
-                .map_err(failed("opening the hosts table"))?;
-            let mut buf = Vec::with_capacity(1024);
+        let mut out: Option<RunWriter> = None;
+        let id = self.next_run;
+        let written_before = (written.hosts.len(), written.domain_scans.len());
+        // Set once the new manifest may name the run: from then on the file is kept.
+        let mut named = false;
+        let result = (|| {
+            let version = Arc::clone(&self.current);
+            let mut stored = Vec::with_capacity(4096);
+            let mut buf = Vec::with_capacity(4096);
             let mut services = services.peekable();
             while let Some((key, first)) = services.next() {
-                let stored = hosts.get(&key.0).map_err(failed("reading a host record"))?;
-                let mut record = match &stored {
-                    Some(bytes) => decode_stored_host(key, bytes.value())?,
+                let found = version.newest_host(key);
+                let mut record = match found {
+                    Some((run, loc)) => {
+                        run.read(loc, &mut stored)?;
+                        decode_stored_host(key, &stored)?
+                    }
                     None => HostRecord::new(first.ip),
                 };
                 summary.count(record.apply_owned(first));
@@ -383,88 +849,146 @@ impl DurableStore {
                 }
                 buf.clear();
                 codec::encode_host_into(&record, &mut buf);
-                // Compared in place, then released: the table is borrowed until then.
-                let unchanged = stored.is_some_and(|bytes| bytes.value() == buf.as_slice());
-                if !unchanged {
-                    hosts
-                        .insert(&key.0, buf.as_slice())
-                        .map_err(failed("writing a host record"))?;
-                    summary.hosts_written += 1;
-                    written.hosts.push(key);
+                if found.is_some() && stored == buf {
+                    continue;
                 }
+                if out.is_none() {
+                    out = Some(RunWriter::create(&self.dir, id)?);
+                }
+                if let Some(w) = out.as_mut() {
+                    w.host(key, &buf)?;
+                }
+                summary.hosts_written += 1;
+                written.hosts.push(key);
             }
-        }
-        if !scans.is_empty() {
-            let mut table = txn
-                .open_table(DOMAIN_SCANS)
-                .map_err(failed("opening the domain-scans table"))?;
-            let mut current = DomainScans::default();
-            let mut loaded = BTreeSet::<DomainName>::new();
-            let mut changed = BTreeSet::<DomainName>::new();
-            for scan in scans {
-                if loaded.insert(scan.name.clone()) {
-                    let stored = table
-                        .get(scan.name.as_str())
-                        .map_err(failed("reading a domain scan"))?;
-                    if let Some(bytes) = stored {
-                        let old = decode_stored_scan(scan.name.as_str(), bytes.value())?;
-                        current.by_name.insert(old.name.clone(), old);
-                    }
+            for (name, batch) in scans {
+                let mut current = DomainScans::default();
+                if let Some(old) = version.domain_scan(name.as_str(), &mut stored)? {
+                    current.by_name.insert(name.clone(), old);
                 }
-                let name = scan.name.clone();
-                let outcome = current.apply(scan);
-                if outcome == ApplyOutcome::Applied {
-                    changed.insert(name);
+                let mut changed = false;
+                for scan in batch {
+                    let outcome = current.apply(scan);
+                    changed |= outcome == ApplyOutcome::Applied;
+                    summary.count(outcome);
                 }
-                summary.count(outcome);
+                let Some(scan) = current.by_name.get(&name).filter(|_| changed) else {
+                    continue;
+                };
+                if out.is_none() {
+                    out = Some(RunWriter::create(&self.dir, id)?);
+                }
+                if let Some(w) = out.as_mut() {
+                    w.name(name.as_str(), &codec::encode_domain_scan(scan))?;
+                }
+                summary.domain_scans_written += 1;
+                written.domain_scans.push(name);
             }
-            for name in &changed {
-                if let Some(scan) = current.by_name.get(name) {
-                    table
-                        .insert(name.as_str(), codec::encode_domain_scan(scan).as_slice())
-                        .map_err(failed("writing a domain scan"))?;
-                    summary.domain_scans_written += 1;
-                }
+            let Some(out) = out.take() else {
+                return Ok(());
+            };
+            let run = out.finish(0)?;
+            let mut runs = version.runs.clone();
+            runs.push(Arc::new(run));
+            named = true;
+            self.install(
+                Version {
+                    generation: version.generation + 1,
+                    runs,
+                },
+                id + 1,
+            )
+        })();
+        if let Err(e) = result {
+            written.hosts.truncate(written_before.0);
+            written.domain_scans.truncate(written_before.1);
+            if !named {
+                // The run, if any, is named by no manifest: removed now, as opening the store
+                // would remove it (so a failure to remove it changes nothing).
+                drop(out);
+                let _ = fs::remove_file(self.dir.join(Run::file_name(id)));
             }
-            written.domain_scans.extend(changed);
+            return Err(e);
         }
-        if summary.hosts_written + summary.domain_scans_written > 0 {
-            let mut meta = txn
-                .open_table(META)
-                .map_err(failed("opening the meta table"))?;
-            let generation = meta
-                .get(GENERATION_KEY)
-                .map_err(failed("reading the generation"))?
-                .map_or(0, |v| v.value());
-            meta.insert(GENERATION_KEY, generation + 1)
-                .map_err(failed("advancing the generation"))?;
-        }
-        txn.commit().map_err(failed("committing a batch"))?;
         Ok(summary)
     }
 
-    /// One consistent read view of the store as of the last committed batch; batches
-    /// committed later are not seen by it. Holding it keeps the pages it reads from being
-    /// reused, so the file grows while a long-lived snapshot and a writer coexist.
+    /// Makes `version` the store's state: writes its manifest (atomically, synced) and only
+    /// then takes it as current.
+    fn install(&mut self, version: Version, next_run: u64) -> Result<(), StoreError> {
+        Manifest {
+            generation: version.generation,
+            next_run,
+            runs: version.runs.iter().map(|r| (r.id, r.tier)).collect(),
+        }
+        .write(&self.dir)?;
+        self.current = Arc::new(version);
+        self.next_run = next_run;
+        Ok(())
+    }
+
+    /// Merges the newest [`FANOUT`] runs into one while they are all of one tier.
+    fn merge_runs(&mut self) -> Result<(), StoreError> {
+        loop {
+            let runs = &self.current.runs;
+            let n = runs.len();
+            if n < FANOUT {
+                return Ok(());
+            }
+            let tier = runs[n - 1].tier;
+            if runs[n - FANOUT..].iter().any(|r| r.tier != tier) {
+                return Ok(());
+            }
+            let merged = self.merge(&runs[n - FANOUT..], tier + 1)?;
+            let old: Vec<PathBuf> = runs[n - FANOUT..].iter().map(|r| r.path.clone()).collect();
+            let mut kept = runs[..n - FANOUT].to_vec();
+            kept.push(Arc::new(merged));
+            let next = self.next_run + 1;
+            self.install(
+                Version {
+                    generation: self.current.generation,
+                    runs: kept,
+                },
+                next,
+            )?;
+            for path in old {
+                fs::remove_file(&path).map_err(io_failed("removing a merged run", &path))?;
+            }
+        }
+    }
+
+    /// Writes one run of `tier` holding the newest record of every key of `runs` (oldest
+    /// first).
+    fn merge(&self, runs: &[Arc<Run>], tier: u32) -> Result<Run, StoreError> {
+        let id = self.next_run;
+        let result = (|| {
+            let mut out = RunWriter::create(&self.dir, id)?;
+            let mut windows: Vec<Window> = runs.iter().map(|_| Window::new()).collect();
+            let lists = runs.iter().map(|r| r.host_keys.as_slice()).collect();
+            for (r, at) in Newest::new(lists) {
+                let bytes = windows[r].get(&runs[r], runs[r].host_locs[at])?;
+                out.host(runs[r].host_keys[at], bytes)?;
+            }
+            let lists = runs.iter().map(|r| r.names.as_slice()).collect();
+            for (r, at) in Newest::new(lists) {
+                let bytes = windows[r].get(&runs[r], runs[r].name_locs[at])?;
+                out.name(&runs[r].names[at], bytes)?;
+            }
+            out.finish(tier)
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(self.dir.join(Run::file_name(id)));
+        }
+        result
+    }
+
+    /// One consistent read view of the store as of the last acknowledged batch; batches
+    /// applied later are not seen by it. It keeps the run files it reads open, so they stay
+    /// readable after a merge removes them (their disk space is returned when the last
+    /// snapshot holding them is dropped: in a server, at the next full rebuild).
     pub fn snapshot(&self) -> Result<StoreSnapshot, StoreError> {
-        let txn = self.db.begin_read().map_err(failed("starting a read"))?;
-        let hosts = txn
-            .open_table(HOSTS)
-            .map_err(failed("opening the hosts table"))?;
-        let scans = txn
-            .open_table(DOMAIN_SCANS)
-            .map_err(failed("opening the domain-scans table"))?;
-        let generation = txn
-            .open_table(META)
-            .map_err(failed("opening the meta table"))?
-            .get(GENERATION_KEY)
-            .map_err(failed("reading the generation"))?
-            .map_or(0, |v| v.value());
         Ok(StoreSnapshot {
-            hosts,
-            scans,
-            generation,
-            _db: Arc::clone(&self.db),
+            version: Arc::clone(&self.current),
         })
     }
 
@@ -473,8 +997,7 @@ impl DurableStore {
         self.snapshot()?.host(ip)
     }
 
-    /// Every stored host record in host order, from one consistent snapshot of the store
-    /// (batches committed while iterating are not seen).
+    /// Every stored host record in host order, from one consistent snapshot of the store.
     pub fn hosts(&self) -> Result<Hosts, StoreError> {
         self.snapshot()?.hosts()
     }
@@ -484,52 +1007,181 @@ impl DurableStore {
         self.snapshot()?.domain_scans()
     }
 
-    /// Record counts and the size of the file.
+    /// Record counts and the size of the store's files.
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
-        let txn = self.db.begin_read().map_err(failed("starting a read"))?;
-        let hosts = txn
-            .open_table(HOSTS)
-            .map_err(failed("opening the hosts table"))?
-            .len()
-            .map_err(failed("counting host records"))?;
-        let domain_scans = txn
-            .open_table(DOMAIN_SCANS)
-            .map_err(failed("opening the domain-scans table"))?
-            .len()
-            .map_err(failed("counting domain scans"))?;
-        let file_bytes = std::fs::metadata(&self.path)
-            .map_err(|source| StoreError::Io {
-                path: self.path.clone(),
-                source,
-            })?
+        let runs = &self.current.runs;
+        let hosts = Newest::new(runs.iter().map(|r| r.host_keys.as_slice()).collect()).count();
+        let domain_scans = Newest::new(runs.iter().map(|r| r.names.as_slice()).collect()).count();
+        let manifest_path = self.dir.join(MANIFEST_FILE);
+        let manifest = fs::metadata(&manifest_path)
+            .map_err(io_failed(
+                "reading the size of the manifest",
+                &manifest_path,
+            ))?
             .len();
         Ok(StoreStats {
-            hosts,
-            domain_scans,
-            file_bytes,
+            hosts: hosts as u64,
+            domain_scans: domain_scans as u64,
+            file_bytes: manifest + runs.iter().map(|r| r.bytes).sum::<u64>(),
         })
     }
 }
 
-/// A consistent read view of the store; see [`DurableStore::snapshot`].
-pub struct StoreSnapshot {
-    hosts: redb::ReadOnlyTable<&'static [u8; 16], &'static [u8]>,
-    scans: redb::ReadOnlyTable<&'static str, &'static [u8]>,
+/// Refuses a store of schema version 1 ([`StoreError::OldFormat`]): a redb file at `path` or
+/// beside it (`scan.redb` beside `scan.store`). [`DurableStore::open`] checks this first; a
+/// caller that only asks whether a store exists checks it too, so an old store is never
+/// taken for a missing one.
+pub fn refuse_old_format(path: &Path) -> Result<(), StoreError> {
+    let is_redb = |p: &Path| -> Result<bool, StoreError> {
+        let mut head = [0u8; 4];
+        let file = File::open(p).map_err(io_failed("reading the store", p))?;
+        Ok(file.read_exact_at(&mut head, 0).is_ok() && head == REDB_MAGIC)
+    };
+    if path.is_file() {
+        if is_redb(path)? {
+            return Err(StoreError::OldFormat {
+                path: path.to_owned(),
+            });
+        }
+        return Err(StoreError::NotAStore {
+            path: path.to_owned(),
+            reason: "it is a file, not a store directory",
+        });
+    }
+    let beside = path.with_extension("redb");
+    if path.extension().is_some_and(|e| e != "redb") && beside.is_file() && is_redb(&beside)? {
+        return Err(StoreError::OldFormat { path: beside });
+    }
+    Ok(())
+}
+
+/// Removes run files no manifest names and a half-written manifest: leftovers of a batch or
+/// merge that was interrupted.
+fn remove_leftovers(dir: &Path, manifest: &Manifest) -> Result<(), StoreError> {
+    let named: Vec<String> = manifest
+        .runs
+        .iter()
+        .map(|(id, _)| Run::file_name(*id))
+        .collect();
+    for entry in fs::read_dir(dir).map_err(io_failed("listing the store directory", dir))? {
+        let entry = entry.map_err(io_failed("listing the store directory", dir))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let leftover =
+            (name.ends_with(".run") && !named.iter().any(|n| n == name)) || name == MANIFEST_TMP;
+        if leftover {
+            let path = entry.path();
+            fs::remove_file(&path).map_err(io_failed("removing a leftover file", &path))?;
+        }
+    }
+    Ok(())
+}
+
+/// The manifest being written, before it is renamed over [`MANIFEST_FILE`].
+const MANIFEST_TMP: &str = "MANIFEST.tmp";
+
+/// The manifest: which runs make the store.
+struct Manifest {
     generation: u64,
-    /// Keeps the database open: redb refuses reads once it is closed.
-    _db: Arc<Database>,
+    next_run: u64,
+    /// (run number, tier), oldest first.
+    runs: Vec<(u64, u32)>,
+}
+
+impl Manifest {
+    fn parse(text: &str, dir: &Path) -> Result<Self, StoreError> {
+        let path = dir.join(MANIFEST_FILE);
+        let corrupt = |reason: String| StoreError::CorruptFile {
+            path: path.clone(),
+            reason,
+        };
+        let mut lines = text.lines();
+        if lines.next() != Some(MANIFEST_HEADER) {
+            return Err(StoreError::NotAStore {
+                path: dir.to_owned(),
+                reason: "its manifest is not a scan store's",
+            });
+        }
+        let mut field = |name: &str| -> Result<u64, StoreError> {
+            let line = lines.next().unwrap_or_default();
+            line.strip_prefix(name)
+                .and_then(|v| v.strip_prefix(' '))
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| corrupt(format!("expected `{name} N`, found {line:?}")))
+        };
+        let version = field("schema_version")?;
+        if version != SCHEMA_VERSION {
+            return Err(StoreError::VersionMismatch {
+                path: dir.to_owned(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        let generation = field("generation")?;
+        let next_run = field("next_run")?;
+        let mut runs = Vec::new();
+        for line in lines {
+            let run = line
+                .strip_prefix("run ")
+                .and_then(|rest| rest.split_once(' '))
+                .and_then(|(id, tier)| {
+                    Some((u64::from_str_radix(id, 16).ok()?, tier.parse::<u32>().ok()?))
+                })
+                .ok_or_else(|| corrupt(format!("expected `run ID TIER`, found {line:?}")))?;
+            if run.0 >= next_run || runs.last().is_some_and(|(last, _)| *last >= run.0) {
+                return Err(corrupt(format!("the run {line:?} is out of order")));
+            }
+            runs.push(run);
+        }
+        Ok(Self {
+            generation,
+            next_run,
+            runs,
+        })
+    }
+
+    /// Replaces the manifest in `dir` atomically and durably.
+    fn write(&self, dir: &Path) -> Result<(), StoreError> {
+        let mut text = format!(
+            "{MANIFEST_HEADER}\nschema_version {SCHEMA_VERSION}\ngeneration {}\nnext_run {}\n",
+            self.generation, self.next_run
+        );
+        for (id, tier) in &self.runs {
+            text.push_str(&format!("run {id:016x} {tier}\n"));
+        }
+        let tmp = dir.join(MANIFEST_TMP);
+        let mut file = File::create(&tmp).map_err(io_failed("writing the manifest", &tmp))?;
+        file.write_all(text.as_bytes())
+            .map_err(io_failed("writing the manifest", &tmp))?;
+        file.sync_all()
+            .map_err(io_failed("syncing the manifest", &tmp))?;
+        let path = dir.join(MANIFEST_FILE);
+        fs::rename(&tmp, &path).map_err(io_failed("replacing the manifest", &path))?;
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_failed("syncing the store directory", dir))
+    }
+}
+
+/// A consistent read view of the store; see [`DurableStore::snapshot`].
+#[derive(Clone)]
+pub struct StoreSnapshot {
+    version: Arc<Version>,
 }
 
 impl fmt::Debug for StoreSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StoreSnapshot").finish_non_exhaustive()
+        f.debug_struct("StoreSnapshot")
+            .field("generation", &self.version.generation)
+            .field("runs", &self.version.runs.len())
+            .finish()
     }
 }
 
 impl StoreSnapshot {
-    /// The store's generation when this snapshot was taken ([`GENERATION_KEY`]).
+    /// The store's generation when this snapshot was taken.
     pub fn generation(&self) -> u64 {
-        self.generation
+        self.version.generation
     }
 
     /// The record of `ip`, if stored (expired or not).
@@ -539,45 +1191,34 @@ impl StoreSnapshot {
 
     /// The record stored under `key`, if any.
     pub fn host_by_key(&self, key: HostKey) -> Result<Option<HostRecord>, StoreError> {
-        let stored = self
-            .hosts
-            .get(&key.0)
-            .map_err(failed("reading a host record"))?;
-        stored
-            .map(|v| decode_stored_host(key, v.value()))
-            .transpose()
+        self.version.host(key, &mut Vec::new())
     }
 
     /// Every record in host order.
     pub fn hosts(&self) -> Result<Hosts, StoreError> {
-        let range = self
-            .hosts
-            .range::<&[u8; 16]>(..)
-            .map_err(failed("reading the hosts table"))?;
-        Ok(Hosts { range })
+        let version = Arc::clone(&self.version);
+        let windows = version.runs.iter().map(|_| Window::new()).collect();
+        let pos = vec![0; version.runs.len()];
+        Ok(Hosts {
+            version,
+            windows,
+            pos,
+        })
     }
 
     /// The domain-scan record of `name`, if stored.
     pub fn domain_scan(&self, name: &DomainName) -> Result<Option<DomainScan>, StoreError> {
-        let stored = self
-            .scans
-            .get(name.as_str())
-            .map_err(failed("reading a domain scan"))?;
-        stored
-            .map(|v| decode_stored_scan(name.as_str(), v.value()))
-            .transpose()
+        self.version.domain_scan(name.as_str(), &mut Vec::new())
     }
 
     /// The domain-scan records.
     pub fn domain_scans(&self) -> Result<DomainScans, StoreError> {
+        let runs = &self.version.runs;
+        let mut windows: Vec<Window> = runs.iter().map(|_| Window::new()).collect();
         let mut scans = DomainScans::default();
-        for entry in self
-            .scans
-            .iter()
-            .map_err(failed("reading the domain scans"))?
-        {
-            let (name, bytes) = entry.map_err(failed("reading the domain scans"))?;
-            let scan = decode_stored_scan(name.value(), bytes.value())?;
+        for (r, at) in Newest::new(runs.iter().map(|r| r.names.as_slice()).collect()) {
+            let bytes = windows[r].get(&runs[r], runs[r].name_locs[at])?;
+            let scan = decode_stored_scan(&runs[r].names[at], bytes)?;
             scans.by_name.insert(scan.name.clone(), scan);
         }
         Ok(scans)
@@ -586,7 +1227,9 @@ impl StoreSnapshot {
 
 /// The stored host records in host order; see [`DurableStore::hosts`].
 pub struct Hosts {
-    range: redb::Range<'static, &'static [u8; 16], &'static [u8]>,
+    version: Arc<Version>,
+    windows: Vec<Window>,
+    pos: Vec<usize>,
 }
 
 impl fmt::Debug for Hosts {
@@ -599,11 +1242,14 @@ impl Iterator for Hosts {
     type Item = Result<HostRecord, StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let entry = self.range.next()?;
+        let runs = &self.version.runs;
+        let (r, at) = newest_next(&mut self.pos, |r| runs[r].host_keys.as_slice())?;
+        let run = &runs[r];
+        let key = run.host_keys[at];
         Some(
-            entry
-                .map_err(failed("reading the hosts table"))
-                .and_then(|(key, value)| decode_stored_host(HostKey(*key.value()), value.value())),
+            self.windows[r]
+                .get(run, run.host_locs[at])
+                .and_then(|bytes| decode_stored_host(key, bytes)),
         )
     }
 }

@@ -11,8 +11,9 @@
 //! - [`codec`]: a compact, versioned binary encoding of host records and domain scans.
 //!
 //! This crate holds the engines that live in one process:
-//! - [`durable`]: the embedded engine's durable store, [`durable::DurableStore`], a redb
-//!   file keyed by host order where each batch of observations is applied in one transaction.
+//! - [`durable`]: the embedded engine's durable store, [`durable::DurableStore`], a
+//!   directory of sorted run files keyed by host order, each batch of observations appended
+//!   as one run.
 //! - [`engine`]: [`EmbeddedIndex`], the embedded engine — roaring-bitmap postings over host
 //!   and service ordinals built from a snapshot of the host records, answering exactly as
 //!   the reference does (it renders through the reference's per-host code).

@@ -26,7 +26,7 @@
 //!   was written meanwhile replace the old view in one swap, and only then is the index file
 //!   saved.
 //!
-//! **The index file:** a base is saved next to the store (`scan.index` beside `scan.redb`,
+//! **The index file:** a base is saved next to the store (`scan.index` beside `scan.store`,
 //! see [`crate::engine`]'s `persist`) by full rebuilds only; each delta refresh saves the
 //! delta journal instead (`scan.delta`: the base's generation, the delta's, and the keys
 //! and names in between — small). [`LiveIndex::open`] loads the index file when it was
@@ -39,7 +39,7 @@
 //! **Memory:** a full rebuild holds the old base (answering) and the new one until the swap,
 //! as every rebuild did before there was a delta; a delta refresh adds only the delta.
 //!
-//! **Boundary:** one process owns a store (redb locks the file), so data reaches a running
+//! **Boundary:** one process owns a store (it locks the store directory), so data reaches a running
 //! server through that process's [`LiveIndex::apply_batch`], not through a second process
 //! writing the file.
 

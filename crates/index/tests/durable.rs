@@ -16,15 +16,14 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use periscope_index::codec;
 use periscope_index::durable::{
-    DOMAIN_SCANS_TABLE, DurableStore, HOSTS_TABLE, HostKey, META_TABLE, SCHEMA_VERSION,
-    SCHEMA_VERSION_KEY, StoreError,
+    DurableStore, FANOUT, HostKey, MANIFEST_FILE, SCHEMA_VERSION, StoreError,
 };
 use periscope_index::{DomainScans, HostRecord};
 use periscope_model::observation::{Observation, ObservationReader};
 use periscope_model::{Timestamp, ip_order_key};
 use periscope_synth::{SynthConfig, write_dataset};
-use redb::{ReadableDatabase, TableDefinition};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers.
@@ -49,7 +48,7 @@ impl TempDir {
     }
 
     fn store(&self) -> PathBuf {
-        self.0.join("scan.redb")
+        self.0.join("scan.store")
     }
 }
 
@@ -263,6 +262,39 @@ fn the_order_of_batches_does_not_matter() {
 }
 
 #[test]
+fn many_batches_merge_runs_and_keep_every_record() {
+    let observations = synth(600, 11);
+    // Small batches: 8 runs of a tier are merged into one of the next, so 150 batches
+    // reach tier 2.
+    let batches: Vec<&[Observation]> = observations.chunks(observations.len() / 150).collect();
+    assert!(batches.len() >= FANOUT * FANOUT, "{}", batches.len());
+    let dir = TempDir::new("many");
+    let mut store = DurableStore::open(&dir.store()).unwrap();
+    let mut most_runs = 0;
+    for batch in &batches {
+        store.apply_batch(batch).unwrap();
+        most_runs = most_runs.max(run_files(&dir.store()).len());
+    }
+    let expected = in_memory(&observations);
+    assert_eq!(state(&store), expected);
+    // Tier 2 holds one run of 64 batches, tiers 0 and 1 at most FANOUT each.
+    assert!(most_runs <= 3 * FANOUT, "{most_runs} runs");
+    let stats = store.stats().unwrap();
+    assert_eq!(stats.hosts, expected.hosts.len() as u64);
+    assert_eq!(stats.domain_scans, expected.scans.by_name.len() as u64);
+    // Everything again (all superseded: nothing written), and a reopened store reads alike.
+    for batch in &batches {
+        assert_eq!(store.apply_batch(batch).unwrap().hosts_written, 0);
+    }
+    drop(store);
+    let store = DurableStore::open(&dir.store()).unwrap();
+    assert_eq!(state(&store), expected);
+    for record in &expected.hosts {
+        assert_eq!(store.host(record.ip).unwrap().as_ref(), Some(record));
+    }
+}
+
+#[test]
 fn a_drained_batch_stores_what_a_borrowed_one_does() {
     let observations = synth(300, 9);
     let borrowed = TempDir::new("borrowed");
@@ -286,21 +318,37 @@ fn a_drained_batch_stores_what_a_borrowed_one_does() {
 // ---------------------------------------------------------------------------------------------
 // Corrupt and foreign files.
 
-const RAW_HOSTS: TableDefinition<&[u8; 16], &[u8]> = TableDefinition::new(HOSTS_TABLE);
-const RAW_SCANS: TableDefinition<&str, &[u8]> = TableDefinition::new(DOMAIN_SCANS_TABLE);
-const RAW_META: TableDefinition<&str, u64> = TableDefinition::new(META_TABLE);
+/// The run files of a closed store.
+fn run_files(store: &Path) -> Vec<PathBuf> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "run"))
+        .collect();
+    runs.sort();
+    runs
+}
 
-/// Writes `value` under `key` of `table`, with redb directly, into a closed store.
-fn poke<K: redb::Key + 'static, V: redb::Value + 'static>(
-    path: &Path,
-    table: TableDefinition<K, V>,
-    key: K::SelfType<'_>,
-    value: V::SelfType<'_>,
-) {
-    let db = redb::Database::create(path).unwrap();
-    let txn = db.begin_write().unwrap();
-    txn.open_table(table).unwrap().insert(key, value).unwrap();
-    txn.commit().unwrap();
+/// Overwrites, in the one run file of a closed store, the bytes `old` with `new` (of the same
+/// length): the record's place in the file, found by its encoding.
+fn poke(store: &Path, old: &[u8], new: &[u8]) {
+    assert_eq!(old.len(), new.len());
+    let runs = run_files(store);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let mut bytes = std::fs::read(&runs[0]).unwrap();
+    let at = bytes
+        .windows(old.len())
+        .position(|w| w == old)
+        .expect("the record is in the run");
+    bytes[at..at + old.len()].copy_from_slice(new);
+    std::fs::write(&runs[0], bytes).unwrap();
+}
+
+/// `bytes` with its first byte (the codec's format version) replaced by one no codec knows.
+fn garbled(bytes: &[u8]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    out[0] = 0xff;
+    out
 }
 
 #[test]
@@ -309,13 +357,14 @@ fn a_corrupt_host_record_is_an_error_naming_its_key() {
     let a: IpAddr = "240.0.0.1".parse().unwrap();
     let b: IpAddr = "240.0.0.2".parse().unwrap();
     let at = ts("2026-11-01T00:00:00Z");
-    {
+    let stored = {
         let mut store = DurableStore::open(&dir.store()).unwrap();
         let lines = [http_line(a, at, "one"), http_line(b, at, "one")].join("\n");
         store.apply_batch(&parse(&lines, ts(AS_OF))).unwrap();
-    }
+        codec::encode_host(&store.host(a).unwrap().unwrap())
+    };
     let key = HostKey::of(a);
-    poke(&dir.store(), RAW_HOSTS, &key.0, b"\x01H garbage".as_slice());
+    poke(&dir.store(), &stored, &garbled(&stored));
 
     let mut store = DurableStore::open(&dir.store()).unwrap();
     let names_the_key = |e: StoreError| match e {
@@ -340,55 +389,50 @@ fn a_corrupt_host_record_is_an_error_naming_its_key() {
     names_the_key(store.apply_batch(&parse(&lines, ts(AS_OF))).unwrap_err());
     let b_record = store.host(b).unwrap().unwrap();
     assert_eq!(b_record.services.values().next().unwrap().observed_at, at);
+    assert_eq!(
+        run_files(&dir.store()).len(),
+        1,
+        "the refused batch left a run"
+    );
 }
 
 #[test]
 fn a_record_filed_under_another_address_is_corrupt() {
     let dir = TempDir::new("misfiled");
+    // Two addresses whose records have the same length; b's bytes are put in a's place.
     let a: IpAddr = "240.0.0.1".parse().unwrap();
-    {
+    let b: IpAddr = "240.0.0.2".parse().unwrap();
+    let (bytes_a, bytes_b) = {
         let mut store = DurableStore::open(&dir.store()).unwrap();
-        let line = http_line(a, ts("2026-11-01T00:00:00Z"), "one");
-        store.apply_batch(&parse(&line, ts(AS_OF))).unwrap();
-    }
-    let bytes = {
-        let db = redb::Database::create(dir.store()).unwrap();
-        let txn = db.begin_read().unwrap();
-        let table = txn.open_table(RAW_HOSTS).unwrap();
-        table
-            .get(&HostKey::of(a).0)
-            .unwrap()
-            .unwrap()
-            .value()
-            .to_vec()
+        let at = ts("2026-11-01T00:00:00Z");
+        let lines = [http_line(a, at, "one"), http_line(b, at, "one")].join("\n");
+        store.apply_batch(&parse(&lines, ts(AS_OF))).unwrap();
+        let encoded = |ip| codec::encode_host(&store.host(ip).unwrap().unwrap());
+        (encoded(a), encoded(b))
     };
-    let other: IpAddr = "3fff::1".parse().unwrap();
-    poke(
-        &dir.store(),
-        RAW_HOSTS,
-        &HostKey::of(other).0,
-        bytes.as_slice(),
-    );
+    poke(&dir.store(), &bytes_a, &bytes_b);
 
     let store = DurableStore::open(&dir.store()).unwrap();
-    let err = store.host(other).unwrap_err();
+    let err = store.host(a).unwrap_err();
     assert!(
-        matches!(&err, StoreError::CorruptHost { key, source: None, .. } if *key == HostKey::of(other)),
+        matches!(&err, StoreError::CorruptHost { key, source: None, .. } if *key == HostKey::of(a)),
         "{err}"
     );
-    assert!(err.to_string().contains("3fff::1"), "{err}");
+    assert!(err.to_string().contains("240.0.0.2"), "{err}");
 }
 
 #[test]
 fn a_corrupt_domain_scan_is_an_error_naming_it() {
     let dir = TempDir::new("corrupt-scan");
-    drop(DurableStore::open(&dir.store()).unwrap());
-    poke(
-        &dir.store(),
-        RAW_SCANS,
-        "www.example",
-        b"\x01D\xff".as_slice(),
-    );
+    let stored = {
+        let mut store = DurableStore::open(&dir.store()).unwrap();
+        let line = r#"{"kind":"domain","name":"www.example","addresses":["240.0.0.1"],"observed_at":"2026-11-01T00:00:00Z"}"#;
+        store.apply_batch(&parse(line, ts(AS_OF))).unwrap();
+        let scans = store.domain_scans().unwrap();
+        assert_eq!(scans.by_name.len(), 1);
+        codec::encode_domain_scan(scans.by_name.values().next().unwrap())
+    };
+    poke(&dir.store(), &stored, &garbled(&stored));
     let store = DurableStore::open(&dir.store()).unwrap();
     let err = store.domain_scans().unwrap_err();
     assert!(
@@ -398,36 +442,150 @@ fn a_corrupt_domain_scan_is_an_error_naming_it() {
 }
 
 #[test]
+fn a_damaged_run_or_manifest_is_refused() {
+    let dir = TempDir::new("damaged");
+    {
+        let mut store = DurableStore::open(&dir.store()).unwrap();
+        apply_in_batches(&mut store, &synth(50, 3), 1000);
+    }
+    let run = run_files(&dir.store()).pop().unwrap();
+    let intact = std::fs::read(&run).unwrap();
+    // Cut short (a torn file), and a flipped bit in its index: both named, neither read.
+    std::fs::write(&run, &intact[..intact.len() - 10]).unwrap();
+    let err = DurableStore::open(&dir.store()).unwrap_err();
+    assert!(
+        matches!(&err, StoreError::CorruptFile { path, .. } if *path == run),
+        "{err}"
+    );
+    let mut flipped = intact.clone();
+    let at = intact.len() - 60;
+    flipped[at] ^= 1;
+    std::fs::write(&run, &flipped).unwrap();
+    let err = DurableStore::open(&dir.store()).unwrap_err();
+    assert!(err.to_string().contains("checksum"), "{err}");
+    std::fs::write(&run, &intact).unwrap();
+    assert!(DurableStore::open(&dir.store()).is_ok());
+
+    // A manifest naming a run that is not there.
+    std::fs::remove_file(&run).unwrap();
+    let err = DurableStore::open(&dir.store()).unwrap_err();
+    assert!(matches!(err, StoreError::Io { .. }), "{err}");
+}
+
+#[test]
 fn another_schema_version_is_refused() {
     let dir = TempDir::new("version");
     drop(DurableStore::open(&dir.store()).unwrap());
-    poke(
-        &dir.store(),
-        RAW_META,
-        SCHEMA_VERSION_KEY,
-        SCHEMA_VERSION + 1,
+    let manifest = dir.store().join(MANIFEST_FILE);
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let other = text.replace(
+        &format!("schema_version {SCHEMA_VERSION}\n"),
+        &format!("schema_version {}\n", SCHEMA_VERSION + 1),
     );
+    assert_ne!(text, other);
+    std::fs::write(&manifest, other).unwrap();
     let err = DurableStore::open(&dir.store()).unwrap_err();
     assert!(
         matches!(err, StoreError::VersionMismatch { found, supported, .. }
             if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
         "{err}"
     );
-    assert!(err.to_string().contains("schema version 2"), "{err}");
+    assert!(err.to_string().contains("schema version 3"), "{err}");
 }
 
 #[test]
-fn a_foreign_database_or_file_is_refused() {
+fn a_foreign_directory_or_file_is_refused() {
     let dir = TempDir::new("foreign");
-    let other: TableDefinition<&str, &str> = TableDefinition::new("other");
-    poke(&dir.store(), other, "k", "v");
+    // A directory with files but no manifest.
+    std::fs::create_dir_all(dir.store()).unwrap();
+    std::fs::write(dir.store().join("notes.txt"), "not a store").unwrap();
     let err = DurableStore::open(&dir.store()).unwrap_err();
     assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
-
+    // A manifest of something else.
+    std::fs::write(dir.store().join(MANIFEST_FILE), "some other program\n").unwrap();
+    let err = DurableStore::open(&dir.store()).unwrap_err();
+    assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
+    // A plain file where the directory should be.
     let text = dir.0.join("notes.txt");
     std::fs::write(&text, "not a database, just some text that is long enough").unwrap();
     let err = DurableStore::open(&text).unwrap_err();
-    assert!(matches!(err, StoreError::Open { .. }), "{err}");
+    assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
+}
+
+#[test]
+fn a_second_process_cannot_open_an_open_store() {
+    let dir = TempDir::new("locked");
+    let store = DurableStore::open(&dir.store()).unwrap();
+    let err = DurableStore::open(&dir.store()).unwrap_err();
+    assert!(matches!(err, StoreError::Locked { .. }), "{err}");
+    drop(store);
+    assert!(DurableStore::open(&dir.store()).is_ok());
+}
+
+/// Writes a store of schema version 1, as the redb store wrote it: a `meta` table with the
+/// schema version and generation, and one record in `hosts` and `domain_scans`.
+fn write_version_1_store(path: &Path, record: &HostRecord) {
+    let db = redb::Database::create(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut meta = txn
+            .open_table(redb::TableDefinition::<&str, u64>::new("meta"))
+            .unwrap();
+        meta.insert("schema_version", 1).unwrap();
+        meta.insert("generation", 1).unwrap();
+        let mut hosts = txn
+            .open_table(redb::TableDefinition::<&[u8; 16], &[u8]>::new("hosts"))
+            .unwrap();
+        hosts
+            .insert(
+                &HostKey::of(record.ip).0,
+                codec::encode_host(record).as_slice(),
+            )
+            .unwrap();
+        txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("domain_scans"))
+            .unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+#[test]
+fn a_store_of_schema_version_1_is_refused_with_what_to_do() {
+    let dir = TempDir::new("version-1");
+    let mut record = HostRecord::new("240.0.0.1".parse().unwrap());
+    for obs in parse(
+        &http_line(record.ip, ts("2026-11-01T00:00:00Z"), "one"),
+        ts(AS_OF),
+    ) {
+        let Observation::Service(s) = obs else {
+            panic!()
+        };
+        record.apply(&s);
+    }
+    let old = dir.0.join("scan.redb");
+    write_version_1_store(&old, &record);
+    let before = std::fs::read(&old).unwrap();
+
+    // Opening the new store of that data directory, and opening the old file itself.
+    for path in [dir.store(), old.clone()] {
+        let err = DurableStore::open(&path).unwrap_err();
+        assert!(
+            matches!(&err, StoreError::OldFormat { path } if *path == old),
+            "{err}"
+        );
+        let message = err.to_string();
+        for part in [
+            "scan.redb",
+            "schema version 1",
+            "ingest",
+            "new data directory",
+        ] {
+            assert!(message.contains(part), "{part:?} missing from: {message}");
+        }
+    }
+    // Never read as an empty store, and nothing written: no new store beside it, the old
+    // file as it was.
+    assert!(!dir.store().exists());
+    assert_eq!(std::fs::read(&old).unwrap(), before);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -512,17 +670,18 @@ fn a_killed_writer_loses_no_acknowledged_batch() {
     for line in lines.by_ref() {
         if let Some(k) = line.unwrap().strip_prefix("committed ") {
             acknowledged = k.parse().unwrap();
-            if acknowledged == 4 {
+            if acknowledged == FANOUT as u32 {
                 break;
             }
         }
     }
     assert_eq!(
-        acknowledged, 4,
-        "the child stopped before committing 4 batches"
+        acknowledged, FANOUT as u32,
+        "the child stopped before committing {FANOUT} batches"
     );
-    // Kill it while it works on batch 5 (SIGKILL: no destructors, no flush), at a varying
-    // point: during its writes, its commit, or after it.
+    // Kill it while it works on the next batch (SIGKILL: no destructors, no flush), at a
+    // varying point: while it merges the first FANOUT runs (which that batch does first),
+    // while it writes its run, its manifest, or after.
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()

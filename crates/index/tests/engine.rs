@@ -208,7 +208,7 @@ fn layered(
     later: &[(Vec<String>, bool)],
     at: Timestamp,
 ) -> (ReferenceIndex, LiveIndex) {
-    let (live, _) = LiveIndex::open(&dir.0.join("scan.redb"), config, now()).unwrap();
+    let (live, _) = LiveIndex::open(&dir.0.join("scan.store"), config, now()).unwrap();
     let mut reference = ReferenceIndex::new(config);
     let observations = read(base);
     for obs in &observations {
@@ -402,7 +402,7 @@ fn an_index_can_be_shared_between_threads() {
 fn builds_from_the_durable_store() {
     let dir = std::env::temp_dir().join(format!("periscope-engine-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("store.redb");
+    let path = dir.join("scan.store");
     let _ = std::fs::remove_file(&path);
     let lines = vec![
         service("240.0.0.2", 22, "ssh", TIMES[2], r#","host":{"location":{"country_code":"DE"}}"#),

@@ -42,7 +42,7 @@ impl TempStore {
     }
 
     fn path(&self) -> PathBuf {
-        self.0.join("scan.redb")
+        self.0.join("scan.store")
     }
 }
 

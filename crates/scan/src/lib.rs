@@ -1,7 +1,7 @@
 //! The scan-index contract every engine implements, and the per-host semantics they share.
 //!
-//! This crate depends on neither redb nor roaring: an engine (the embedded one and the
-//! reference oracle in `periscope-index`, ClickHouse in `periscope-clickhouse`) finds the
+//! This crate depends on neither the scan store nor roaring: an engine (the embedded one and
+//! the reference oracle in `periscope-index`, ClickHouse in `periscope-clickhouse`) finds the
 //! hosts a query matches its own way, then answers through the code here, so every engine
 //! renders, explains and counts a host identically.
 //!

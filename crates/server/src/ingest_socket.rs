@@ -1,6 +1,6 @@
 //! The ingest socket: how `periscope ingest` reaches the store of a running `periscope serve`.
 //!
-//! The store file (`DIR/scan.redb`) is locked by the one process that has it open, so while
+//! The store (`DIR/scan.store`) is locked by the one process that has it open, so while
 //! a server runs no second process can write it. The server therefore listens on a Unix
 //! domain socket beside the store, `DIR/ingest.sock` (mode 0600: only the owner of the data
 //! directory may send scan data), and applies what arrives there through
@@ -452,7 +452,7 @@ mod tests {
     fn server(dir: &Path, server_now: i64) -> (Arc<LiveIndex>, tokio::runtime::Runtime) {
         let now = Timestamp::from_unix(server_now).unwrap();
         let (live, _) =
-            LiveIndex::open(&dir.join("scan.redb"), IndexConfig::default(), now).unwrap();
+            LiveIndex::open(&dir.join("scan.store"), IndexConfig::default(), now).unwrap();
         let live = Arc::new(live);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)

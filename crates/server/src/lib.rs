@@ -76,7 +76,7 @@ pub const DEMO_EMAIL: &str = "demo@periscope.example";
 /// The demo account's organisation.
 const DEMO_ORG: &str = "Periscope demo";
 /// The scan store file inside the data directory (the embedded index).
-pub const STORE_FILE: &str = "scan.redb";
+pub const STORE_FILE: &str = "scan.store";
 
 /// How a server starts beyond its configuration.
 #[derive(Debug, Clone, Copy, Default)]

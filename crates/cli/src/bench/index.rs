@@ -590,7 +590,7 @@ fn is_empty_dir(dir: &Path) -> Result<bool> {
 fn reused_dataset(dir: &Path, args: &IndexArgs) -> Result<Dataset> {
     let path = dir.join(DATASET_FILE);
     let store = dir.join(DATA_DIR).join(STORE_FILE);
-    if !path.is_file() || !store.is_file() {
+    if !path.is_file() || !store.is_dir() {
         bail!(
             "{} holds no complete benchmark dataset ({} or {} is missing; a run that stopped \
              before its ingest finished leaves none): choose a new --dir",
