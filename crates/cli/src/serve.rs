@@ -95,8 +95,9 @@ async fn serve(config: Config, demo: Option<u64>) -> Result<()> {
         },
     )
     .await?;
+    let signal = shutdown_signal()?;
     announce(server.address(), server.public_url(), server.demo_key());
-    server.run_until(shutdown_signal()).await
+    server.run_until(signal).await
 }
 
 /// The environment variable holding the log filter.

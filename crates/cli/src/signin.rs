@@ -89,6 +89,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         let signin = SignIn::open(signin_config)
             .await
             .context("cannot start the sign-in service")?;
+        let signal = shutdown_signal()?;
         tracing::info!(issuer = %issuer, address = %address, app = %app_url, "sign-in service listening");
         eprintln!("periscope: sign-in service {issuer} listening on {address} for {app_url}");
         axum::serve(
@@ -97,7 +98,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
                 .standalone_router()
                 .into_make_service_with_connect_info::<SocketAddr>(),
         )
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(signal)
         .await
         .context("the sign-in service failed")?;
         tracing::info!("shutting down");

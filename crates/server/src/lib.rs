@@ -664,27 +664,18 @@ async fn create_demo_key(state: &State, now: Timestamp) -> Result<String> {
     Ok(key.expose().to_owned())
 }
 
-/// Completes at SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let interrupt = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
+/// Listens for SIGINT and SIGTERM from this call on; the future completes at the first of
+/// them. Call it before announcing that the server is serving: a signal sent right after
+/// that announcement then stops the server gracefully, where a handler installed later (at
+/// the future's first poll) would leave a moment in which the signal kills the process.
+pub fn shutdown_signal() -> Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {},
+            _ = terminate.recv() => {},
         }
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
-    }
+    })
 }
