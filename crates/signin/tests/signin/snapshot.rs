@@ -230,7 +230,8 @@ fn replace_parameter(text: &str, marker: &str, placeholder: &str) -> String {
 
 /// The snapshot text of an answer: `HTTP <status>`, the headers (names lower case, sorted by
 /// name, volatile ones left out, cookie values replaced), a blank line, and the body — HTML
-/// laid out by [`layout_html`], JSON pretty-printed with sorted members, anything else as
+/// laid out by [`layout_html`], JSON pretty-printed with sorted members (serde_json's map
+/// keeps name order: `preserve_order` is off in this workspace), anything else as
 /// served — all with `redactions` applied.
 pub fn render(
     status: u16,
@@ -267,7 +268,7 @@ pub fn render(
         let mut value: serde_json::Value = serde_json::from_str(body)
             .unwrap_or_else(|e| panic!("a JSON answer that is not JSON ({e}): {body}"));
         redactions.json(&mut value);
-        redactions.apply(&serde_json::to_string_pretty(&sorted(value)).expect("JSON prints"))
+        redactions.apply(&serde_json::to_string_pretty(&value).expect("JSON prints"))
     } else {
         redactions.apply(body)
     };
@@ -276,21 +277,6 @@ pub fn render(
         out.push('\n');
     }
     out
-}
-
-/// `value` with the members of every object in name order, whatever order the map keeps
-/// (serde_json's `preserve_order` may be on in a workspace build and off in a crate's).
-fn sorted(value: serde_json::Value) -> serde_json::Value {
-    use serde_json::Value;
-    match value {
-        Value::Object(map) => {
-            let mut members: Vec<(String, Value)> = map.into_iter().collect();
-            members.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(members.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
-        other => other,
-    }
 }
 
 /// `name=value; attributes` with a non-empty value replaced by `[value]`.
