@@ -255,16 +255,24 @@ impl ByHand {
                         continue;
                     }
                     // Organization sources are stored as words padded with spaces, so the
-                    // phrase's words in a row are a substring.
+                    // phrase's words in a row are a substring. Only the hosts and services
+                    // with a row naming the phrase can match, so only those are aggregated
+                    // (each shard asks its own table: a host's rows are all on one shard).
                     let needle = sql::string(&format!(" {} ", wanted.join(" ")));
+                    let cutoff = self.cutoff(now);
                     out.push(format!(
                         "(addr IN (SELECT addr FROM {db}.facts WHERE fact = {FACT_ENRICHMENT} \
+                         AND addr IN (SELECT addr FROM {db}.facts_local \
+                         WHERE fact = {FACT_ENRICHMENT} \
+                         AND arrayExists(o -> position(o, {needle}) > 0, orgs)) \
                          GROUP BY addr HAVING arrayExists(o -> position(o, {needle}) > 0, \
                          argMax(orgs, {NEWEST}))) \
-                         OR addr IN (SELECT addr FROM {db}.services WHERE observed_at >= {} \
+                         OR addr IN (SELECT addr FROM {db}.services WHERE observed_at >= {cutoff} \
+                         AND (addr, port, protocol) IN (SELECT addr, port, protocol \
+                         FROM {db}.services_local WHERE observed_at >= {cutoff} \
+                         AND arrayExists(o -> position(o, {needle}) > 0, cert_orgs)) \
                          GROUP BY addr, port, protocol HAVING arrayExists(o -> \
-                         position(o, {needle}) > 0, argMax(cert_orgs, {NEWEST}))))",
-                        self.cutoff(now)
+                         position(o, {needle}) > 0, argMax(cert_orgs, {NEWEST}))))"
                     ));
                 }
                 _ => {}

@@ -7,7 +7,8 @@
 //! an optional CA file ([`ClientOptions::ca_file`], for a private CA); certificates and host
 //! names are always verified. Credentials ([`ClientOptions::user`], [`ClientOptions::password`])
 //! go in ClickHouse's `X-ClickHouse-User` and `X-ClickHouse-Key` headers, as managed ClickHouse
-//! services demand.
+//! services demand. A memory bound ([`ClientOptions::memory_limit`]) goes with every statement
+//! as ClickHouse settings in the URL, so no statement can take a server's whole memory.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -91,6 +92,13 @@ pub struct ClientOptions {
     pub user: Option<String>,
     /// The user's password (`X-ClickHouse-Key`).
     pub password: Option<String>,
+    /// The most memory, in bytes, one statement may use on each server (ClickHouse's
+    /// `max_memory_usage`); past half of it, grouping and sorting spill to the server's
+    /// temporary disk (`max_bytes_before_external_group_by`, `max_bytes_before_external_sort`).
+    /// A statement needing more fails with ClickHouse's memory-limit error instead of growing
+    /// until the server is killed. `None`: no setting is sent and the server's profile decides
+    /// (a `readonly = 1` user may not change settings).
+    pub memory_limit: Option<u64>,
 }
 
 impl ClientOptions {
@@ -101,6 +109,7 @@ impl ClientOptions {
             ca_file: None,
             user: None,
             password: None,
+            memory_limit: None,
         }
     }
 }
@@ -112,6 +121,7 @@ impl fmt::Debug for ClientOptions {
             .field("ca_file", &self.ca_file)
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "<hidden>"))
+            .field("memory_limit", &self.memory_limit)
             .finish()
     }
 }
@@ -137,6 +147,8 @@ pub struct Client {
     /// The user presented, for error messages (`default` when none is configured).
     user: String,
     http: reqwest::blocking::Client,
+    /// ClickHouse settings sent with every statement (the memory bound).
+    settings: Vec<(&'static str, String)>,
     recording: Option<Recording>,
 }
 
@@ -196,6 +208,10 @@ impl Client {
             user: options.user.clone().unwrap_or_else(|| "default".to_owned()),
             url,
             http,
+            settings: options
+                .memory_limit
+                .map(memory_settings)
+                .unwrap_or_default(),
             recording: None,
         })
     }
@@ -230,6 +246,7 @@ impl Client {
         let request = self
             .http
             .post(format!("{}/", self.url))
+            .query(&self.settings)
             .body(statement.to_owned());
         let answer = self.send(request)?;
         self.record(statement, None, &answer);
@@ -244,6 +261,7 @@ impl Client {
             .http
             .post(format!("{}/", self.url))
             .query(&[("query", statement), ("insert_distributed_sync", "1")])
+            .query(&self.settings)
             .body(rows);
         let answer = self.send(request)?;
         self.record(statement, kept.as_deref(), &answer);
@@ -297,6 +315,17 @@ impl Client {
         }
         Ok(body)
     }
+}
+
+/// The settings bounding a statement's memory to `limit` bytes: grouping and sorting spill to
+/// disk past half of it, so that what is left covers the rest of the statement.
+fn memory_settings(limit: u64) -> Vec<(&'static str, String)> {
+    let spill = (limit / 2).to_string();
+    vec![
+        ("max_memory_usage", limit.to_string()),
+        ("max_bytes_before_external_group_by", spill.clone()),
+        ("max_bytes_before_external_sort", spill),
+    ]
 }
 
 /// Whether ClickHouse's answer refuses the credentials: HTTP 401 or 403, or one of its

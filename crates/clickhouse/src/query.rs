@@ -403,15 +403,36 @@ impl Statement<'_> {
                     return;
                 }
                 let pattern = sql::string(&padded_words(&wanted.join(" ")));
+                let names = |column: &str| {
+                    format!("arrayExists(x -> position(x, {pattern}) > 0, {column})")
+                };
+                // Pre-filtered as in `parts`: only the hosts with an enrichment row, and the
+                // services with a row inside the retention window, naming the phrase are
+                // aggregated (a current value is one of those rows'), and only those hosts'
+                // service rows are read.
+                let cutoff = self.cutoff;
+                rows.push(format!(
+                    "(addr IN (SELECT addr FROM {db}.facts_local WHERE fact = {FACT_ENRICHMENT} \
+                     AND {raw_orgs}) OR addr IN (SELECT addr FROM {db}.services_local \
+                     WHERE observed_at >= {cutoff} AND {raw_cert_orgs}))",
+                    raw_orgs = names("orgs"),
+                    raw_cert_orgs = names("cert_orgs"),
+                ));
                 host.push(format!(
                     "(addr IN (SELECT addr FROM {db}.facts WHERE fact = {FACT_ENRICHMENT} \
-                     GROUP BY addr HAVING arrayExists(x -> position(x, {pattern}) > 0, \
-                     argMax(orgs, {NEWEST}))) \
+                     AND addr IN (SELECT addr FROM {db}.facts_local \
+                     WHERE fact = {FACT_ENRICHMENT} AND {raw_orgs}) \
+                     GROUP BY addr HAVING {current_orgs}) \
                      OR addr IN (SELECT addr FROM (SELECT addr, \
                      argMax(cert_orgs, {NEWEST}) AS c_orgs FROM {db}.services \
-                     WHERE observed_at >= {cutoff} GROUP BY addr, port, protocol) \
-                     WHERE arrayExists(x -> position(x, {pattern}) > 0, c_orgs)))",
-                    cutoff = self.cutoff
+                     WHERE observed_at >= {cutoff} AND (addr, port, protocol) IN \
+                     (SELECT addr, port, protocol FROM {db}.services_local \
+                     WHERE observed_at >= {cutoff} AND {raw_cert_orgs}) \
+                     GROUP BY addr, port, protocol) WHERE {current_cert_orgs}))",
+                    raw_orgs = names("orgs"),
+                    current_orgs = names(&format!("argMax(orgs, {NEWEST})")),
+                    raw_cert_orgs = names("cert_orgs"),
+                    current_cert_orgs = names("c_orgs"),
                 ));
             }
         }

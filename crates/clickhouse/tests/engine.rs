@@ -21,13 +21,15 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use generators::*;
+use periscope_clickhouse::client::{Client, ClientOptions};
 use periscope_clickhouse::testing::{CLUSTER, Cluster};
 use periscope_clickhouse::{ClickHouseIndex, SCHEMA_VERSION, schema};
-use periscope_index::api::ScanIndex;
+use periscope_index::api::{IndexError, ScanIndex};
 use periscope_index::{IndexConfig, ReferenceIndex};
 use periscope_model::{DomainName, Timestamp};
 use periscope_query::{Query, Resolution};
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
 
 fn config(max_host_only_results: u64) -> IndexConfig {
@@ -390,4 +392,62 @@ fn init_refuses_another_schema_version() {
         "1",
         "only schema_version: nothing was created"
     );
+}
+
+/// Every statement carries the memory bound of `[index] memory_limit_mb`: the server applies
+/// it (its settings say so), a call needing more fails with ClickHouse's memory-limit error as
+/// `IndexError::Unavailable` (which the service answers 503, nothing charged) instead of
+/// growing the server until it is killed, and the server goes on answering.
+#[test]
+fn a_call_over_the_memory_bound_fails_and_the_server_keeps_serving() {
+    let Some(cluster) = Cluster::start(1, std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))) else {
+        return;
+    };
+    let bounded = |bytes: u64| {
+        let mut options = ClientOptions::new(Duration::from_secs(30));
+        options.memory_limit = Some(bytes);
+        Client::with_options(&cluster.urls()[0], &options).unwrap()
+    };
+    let settings = bounded(64 << 20)
+        .execute(
+            "SELECT name, value FROM system.settings WHERE name IN ('max_memory_usage', \
+             'max_bytes_before_external_group_by', 'max_bytes_before_external_sort') \
+             ORDER BY name FORMAT TabSeparated",
+        )
+        .unwrap();
+    let half = (32u64 << 20).to_string();
+    assert_eq!(
+        settings,
+        format!(
+            "max_bytes_before_external_group_by\t{half}\nmax_bytes_before_external_sort\t{half}\n\
+             max_memory_usage\t{}\n",
+            64u64 << 20
+        )
+    );
+
+    let lines = lines()
+        .new_tree(&mut TestRunner::deterministic())
+        .unwrap()
+        .current();
+    let observations = read(&lines);
+    let mut reference = ReferenceIndex::new(config(0));
+    for obs in &observations {
+        reference.apply(obs);
+    }
+    let (engine, db) = fresh(&cluster, config(0));
+    engine.insert(&observations).unwrap();
+    let query = periscope_query::parse("port:443").unwrap();
+    let starved = ClickHouseIndex::with_client(bounded(64 << 10), &db, config(0)).unwrap();
+    match starved.count(&query, now()) {
+        Err(IndexError::Unavailable(message)) => {
+            assert!(message.contains("Memory limit"), "{message}")
+        }
+        other => panic!("a call over the bound must fail as unavailable: {other:?}"),
+    }
+    assert_eq!(
+        engine.count(&query, now()).unwrap(),
+        reference.count(&query, now()).unwrap(),
+        "the server answers the next call"
+    );
+    drop_database(&cluster, &db);
 }

@@ -53,7 +53,8 @@ pub fn connect(
 
 /// A client of the node `location` names, as `[index]` says: each statement bounded by
 /// `timeout`, an `https` endpoint trusting the platform's roots plus `ca_file`, the URL's user
-/// with the password from `PERISCOPE_INDEX_PASSWORD` or `password_file`. The one place a
+/// with the password from `PERISCOPE_INDEX_PASSWORD` or `password_file`, each statement's
+/// memory bounded by `memory_limit_mb`. The one place a
 /// ClickHouse client is built from the configuration (`serve`, `ingest`, `clickhouse init`).
 pub fn client_with_timeout(
     location: &Location,
@@ -65,6 +66,7 @@ pub fn client_with_timeout(
         ca_file: settings.ca_file.clone(),
         user: location.user.clone(),
         password: settings.password()?,
+        memory_limit: settings.memory_limit,
     };
     Client::with_options(&location.endpoint, &options)
         .map_err(|e| anyhow!("[index] url {location}: {e}"))

@@ -30,6 +30,9 @@ pub const CONFIG_FILE_ENV: &str = "PERISCOPE_CONFIG";
 pub const SMTP_PASSWORD_ENV: &str = "PERISCOPE_SIGNIN_SMTP_PASSWORD";
 /// The ClickHouse index password's environment variable (never a key of the file).
 pub const INDEX_PASSWORD_ENV: &str = "PERISCOPE_INDEX_PASSWORD";
+
+/// `[index] memory_limit_mb` when unset: what one ClickHouse statement may use on a server.
+pub const DEFAULT_INDEX_MEMORY_LIMIT_MB: u64 = 4096;
 /// The port a DNS server listens on when `dns.servers` names only an address.
 const DNS_PORT: u16 = 53;
 
@@ -88,6 +91,9 @@ pub struct IndexSettings {
     /// `timeout_ms`: how long one statement may take before the request answers 503
     /// (default 10,000).
     pub timeout: Duration,
+    /// `memory_limit_mb`: the most memory one statement may use on each ClickHouse server, in
+    /// bytes (default 4 GiB); `None` (`0` in the file): the server's settings profile decides.
+    pub memory_limit: Option<u64>,
 }
 
 impl IndexSettings {
@@ -283,6 +289,7 @@ impl Default for Config {
             enrich: EnrichConfig::default(),
             index: IndexSettings {
                 timeout: Duration::from_secs(10),
+                memory_limit: Some(DEFAULT_INDEX_MEMORY_LIMIT_MB << 20),
                 ..IndexSettings::default()
             },
         }
@@ -1077,6 +1084,16 @@ const KEYS: &[Key] = &[
             Some(())
         },
     },
+    Key {
+        section: Some("index"),
+        name: "memory_limit_mb",
+        expected: "a whole number of MiB from 0 (the server's profile decides) to 1048576",
+        set: |c, raw| {
+            let mb = ranged::<u64>(raw, 0).filter(|mb| *mb <= 1 << 20)?;
+            c.index.memory_limit = (mb > 0).then_some(mb << 20);
+            Some(())
+        },
+    },
 ];
 
 /// The key `name` of `section`.
@@ -1374,6 +1391,7 @@ timeout_ms = 500
                 "PERISCOPE_INDEX_CA_FILE",
                 "PERISCOPE_INDEX_PASSWORD_FILE",
                 "PERISCOPE_INDEX_TIMEOUT_MS",
+                "PERISCOPE_INDEX_MEMORY_LIMIT_MB",
             ]
         );
         assert_eq!(
@@ -1585,11 +1603,12 @@ timeout_ms = 500
         let c = Config::load(None, no_env).unwrap();
         assert_eq!(c.index.url, None);
         assert_eq!(c.index.timeout, Duration::from_secs(10));
+        assert_eq!(c.index.memory_limit, Some(4 << 30));
         assert_eq!(c.index.password().unwrap(), None);
         let path = file(
             "index",
             "[index]\nurl = \"clickhouse://reader@ch1:8123/scans?cluster=edge\"\n\
-             ca_file = \"/etc/periscope/ch-ca.pem\"\ntimeout_ms = 2500\n",
+             ca_file = \"/etc/periscope/ch-ca.pem\"\ntimeout_ms = 2500\nmemory_limit_mb = 512\n",
         );
         let c = Config::load(Some(&path), env(&[(INDEX_PASSWORD_ENV, "s3cret")])).unwrap();
         let url = c.index.url.as_ref().unwrap();
@@ -1606,7 +1625,16 @@ timeout_ms = 500
             Some(Path::new("/etc/periscope/ch-ca.pem"))
         );
         assert_eq!(c.index.timeout, Duration::from_millis(2500));
+        assert_eq!(c.index.memory_limit, Some(512 << 20));
         assert_eq!(c.index.password().unwrap().as_deref(), Some("s3cret"));
+        let c = Config::load(None, env(&[("PERISCOPE_INDEX_MEMORY_LIMIT_MB", "0")])).unwrap();
+        assert_eq!(c.index.memory_limit, None);
+        let e = error(None, &[("PERISCOPE_INDEX_MEMORY_LIMIT_MB", "-1")]);
+        assert!(
+            e.contains("`index.memory_limit_mb` in the environment variable")
+                && e.contains("a whole number of MiB"),
+            "{e}"
+        );
         assert!(!format!("{c:?}").contains("s3cret"));
         let e = error(None, &[("PERISCOPE_INDEX_URL", "http://ch1:8123/scans")]);
         assert!(

@@ -359,18 +359,28 @@ pub(super) fn disk_bytes(server: &Server) -> Result<u64> {
 }
 
 /// One operation on ClickHouse: the engine's times, the hand-written SQL's, and how many
-/// calls each made.
+/// calls each made; or why a call failed (say, over `[index] memory_limit_mb`), which ends
+/// that operation's runs but not the benchmark.
 #[derive(Debug)]
 pub(super) struct ChResult {
     pub(super) engine: Times,
     pub(super) hand: Times,
+    pub(super) failure: Option<String>,
 }
 
 impl ChResult {
-    /// Engine p50 over hand-written p50; `None` without runs.
+    /// Engine p50 over hand-written p50; `None` without runs or after a failure.
     pub(super) fn ratio(&self) -> Option<f64> {
-        (self.engine.runs > 0 && !self.hand.p50.is_zero())
+        (self.failure.is_none() && self.engine.runs > 0 && !self.hand.p50.is_zero())
             .then(|| self.engine.p50.as_secs_f64() / self.hand.p50.as_secs_f64())
+    }
+
+    fn failed(why: String) -> Self {
+        Self {
+            engine: Times::default(),
+            hand: Times::default(),
+            failure: Some(why),
+        }
     }
 }
 
@@ -575,53 +585,80 @@ pub(super) fn measure(
     heavy_runs: u32,
 ) -> Result<Vec<ChResult>> {
     let runs_of = |op: &Op| if op.heavy { heavy_runs } else { runs };
+    let mut failures: Vec<Option<String>> = Vec::with_capacity(ops.len());
     for op in ops {
-        // The values the timed runs use (they cycle through the first ones).
-        for case in op.cases.iter().take(runs_of(op) as usize) {
-            let engine = engine_call(server, &case.call, now)
-                .with_context(|| format!("{} {} on the ClickHouse engine", op.name, case.text))?;
-            let hand = hand_call(server, &case.call, now)
-                .with_context(|| format!("{} {} by hand", op.name, case.text))?;
-            agree(&engine, &hand).map_err(|why| {
-                anyhow!(
-                    "{} {}: the hand-written SQL does not answer the engine's question: {why}",
-                    op.name,
-                    case.text
-                )
-            })?;
-        }
+        failures.push(warm_up(server, op, now, runs_of(op))?);
     }
     let mut results = Vec::with_capacity(ops.len());
-    for op in ops {
+    for (op, failure) in ops.iter().zip(failures) {
+        if let Some(why) = failure {
+            eprintln!("bench index: {} on ClickHouse failed: {why}", op.name);
+            results.push(ChResult::failed(why));
+            continue;
+        }
         let runs = if op.cases.is_empty() { 0 } else { runs_of(op) };
         eprintln!("bench index: {} on ClickHouse, {runs} runs…", op.name);
-        let mut engine = Vec::with_capacity(runs as usize);
-        let mut hand = Vec::with_capacity(runs as usize);
-        for (i, case) in (0..runs).zip(op.cases.iter().cycle()) {
-            let time_engine = || -> Result<Duration> {
-                let started = Instant::now();
-                black_box(engine_call(server, &case.call, now)?);
-                Ok(started.elapsed())
-            };
-            let time_hand = || -> Result<Duration> {
-                let started = Instant::now();
-                black_box(hand_call(server, &case.call, now)?);
-                Ok(started.elapsed())
-            };
-            if i % 2 == 0 {
-                engine.push(time_engine()?);
-                hand.push(time_hand()?);
-            } else {
-                hand.push(time_hand()?);
-                engine.push(time_engine()?);
-            }
-        }
-        results.push(ChResult {
-            engine: Times::of(engine),
-            hand: Times::of(hand),
-        });
+        results.push(timed(server, op, now, runs));
     }
     Ok(results)
+}
+
+/// One call of each value the timed runs use: the engine's answer and the hand-written SQL's
+/// must agree (an error otherwise). A failed call is the operation's failure, reported.
+fn warm_up(server: &Server, op: &Op, now: Timestamp, runs: u32) -> Result<Option<String>> {
+    for case in op.cases.iter().take(runs as usize) {
+        let engine = match engine_call(server, &case.call, now) {
+            Ok(answer) => answer,
+            Err(e) => return Ok(Some(format!("the engine, {}: {e:#}", case.text))),
+        };
+        let hand = match hand_call(server, &case.call, now) {
+            Ok(answer) => answer,
+            Err(e) => return Ok(Some(format!("by hand, {}: {e:#}", case.text))),
+        };
+        agree(&engine, &hand).map_err(|why| {
+            anyhow!(
+                "{} {}: the hand-written SQL does not answer the engine's question: {why}",
+                op.name,
+                case.text
+            )
+        })?;
+    }
+    Ok(None)
+}
+
+/// `runs` timed calls of `op`, engine and hand alternating call by call.
+fn timed(server: &Server, op: &Op, now: Timestamp, runs: u32) -> ChResult {
+    let mut engine = Vec::with_capacity(runs as usize);
+    let mut hand = Vec::with_capacity(runs as usize);
+    for (i, case) in (0..runs).zip(op.cases.iter().cycle()) {
+        let time_engine = || -> Result<Duration> {
+            let started = Instant::now();
+            black_box(engine_call(server, &case.call, now)?);
+            Ok(started.elapsed())
+        };
+        let time_hand = || -> Result<Duration> {
+            let started = Instant::now();
+            black_box(hand_call(server, &case.call, now)?);
+            Ok(started.elapsed())
+        };
+        let pair = if i % 2 == 0 {
+            time_engine().and_then(|e| Ok((e, time_hand()?)))
+        } else {
+            time_hand().and_then(|h| Ok((time_engine()?, h)))
+        };
+        match pair {
+            Ok((e, h)) => {
+                engine.push(e);
+                hand.push(h);
+            }
+            Err(e) => return ChResult::failed(format!("{}: {e:#}", case.text)),
+        }
+    }
+    ChResult {
+        engine: Times::of(engine),
+        hand: Times::of(hand),
+        failure: None,
+    }
 }
 
 /// The ClickHouse lines of the report.
@@ -685,6 +722,7 @@ pub(super) fn write_table(
                 format!("{x:.2}"),
                 if x <= RATIO_TARGET { "ok" } else { "MISS" },
             ),
+            None if r.failure.is_some() => ("-".into(), "FAIL"),
             None => ("-".into(), "-"),
         };
         writeln!(
@@ -707,7 +745,13 @@ pub(super) fn write_table(
         "milliseconds; embedded: p50 of the embedded index; engine: the ClickHouse engine; hand: \
          the same question in hand-written SQL on the same server, alternating call by call; \
          ratio: engine p50 / hand p50, target ≤ {RATIO_TARGET}."
-    )
+    )?;
+    for (name, r) in names.iter().zip(&run.results) {
+        if let Some(why) = &r.failure {
+            writeln!(out, "{name} failed on ClickHouse: {why}")?;
+        }
+    }
+    Ok(())
 }
 
 /// The top-level `clickhouse` object of the JSON report.
@@ -735,7 +779,11 @@ pub(super) fn operation_json(r: &ChResult) -> (Value, Value, Value) {
     (
         r.engine.to_json(),
         r.hand.to_json(),
-        json!({ "value": ratio, "ok": ratio.map(|x| x <= RATIO_TARGET) }),
+        json!({
+            "value": ratio,
+            "ok": ratio.map(|x| x <= RATIO_TARGET),
+            "failure": r.failure,
+        }),
     )
 }
 
@@ -750,6 +798,46 @@ mod tests {
     use periscope_query::{Clause, Resolution};
 
     use super::*;
+
+    /// An operation whose call failed (over the memory bound, say) is reported as failed with
+    /// the reason, in the table and the JSON, and has no ratio; the others keep theirs.
+    #[test]
+    fn a_failed_operation_is_reported_beside_the_measured_ones() {
+        let why = "by hand, facets port:22: ClickHouse refused a statement (HTTP 500): \
+                   Code: 241, Memory limit (for query) exceeded";
+        let measured = ChResult {
+            engine: Times::of(vec![Duration::from_millis(30)]),
+            hand: Times::of(vec![Duration::from_millis(20)]),
+            failure: None,
+        };
+        let run = ChRun {
+            location: "clickhouse://127.0.0.1:8123/bench".parse().unwrap(),
+            load: None,
+            disk_bytes: 0,
+            results: vec![measured, ChResult::failed(why.to_owned())],
+        };
+        assert_eq!(run.results[0].ratio(), Some(1.5));
+        assert_eq!(run.results[1].ratio(), None);
+        let mut table = Vec::new();
+        write_table(&mut table, &["count", "facets"], &[Times::default(); 2], &run).unwrap();
+        let table = String::from_utf8(table).unwrap();
+        let row = |name: &str| {
+            table
+                .lines()
+                .find(|l| l.starts_with(name))
+                .unwrap()
+                .to_owned()
+        };
+        assert!(row("count ").ends_with("1.50   ok"), "{table}");
+        assert!(row("facets ").ends_with("- FAIL"), "{table}");
+        assert!(
+            table.contains(&format!("facets failed on ClickHouse: {why}")),
+            "{table}"
+        );
+        let (_, _, ratio) = operation_json(&run.results[1]);
+        assert_eq!(ratio["failure"], why);
+        assert_eq!(ratio["value"], Value::Null);
+    }
 
     #[test]
     fn agreement_is_checked_on_every_kind_of_answer() {
