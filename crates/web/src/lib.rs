@@ -52,6 +52,7 @@ mod oidc;
 mod routes;
 mod session;
 mod tls;
+mod words;
 
 use std::sync::{Arc, OnceLock};
 

@@ -23,6 +23,7 @@ use periscope_state::Channel;
 use crate::Web;
 use crate::html::escape;
 use crate::session::{Signed, request_id};
+use crate::words::{count, grouped};
 use cache::CachedPage;
 use filters::{FilterInput, add_filter, chips};
 use host::{DETAIL_SERVICES, host_view, matched_evidence, network, row_place, service_label};
@@ -210,8 +211,9 @@ pub(crate) fn error_wording(e: &ServiceError) -> (StatusCode, Vec<(&'static str,
             StatusCode::TOO_MANY_REQUESTS,
             "Search limit reached",
             vec![format!(
-                "You have used {} of your {} searches today. Searching resumes at midnight UTC.",
-                usage.used, usage.limit
+                "You have used {} of your {} today. Searching resumes at midnight UTC.",
+                grouped(u64::from(usage.used)),
+                count(u64::from(usage.limit), "search", "searches")
             )],
         ),
         E::UserConcurrency => (
@@ -288,14 +290,14 @@ fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) ->
             &["Nothing current matches this search.".into()],
         );
     }
+    let range = page_range(page, hosts.len(), next.is_none());
     let mut out = format!(
         "<section class=\"results\" aria-label=\"Hosts\" data-page-url=\"{}\">\
-         <p class=\"note\">Page {page}: {} hosts. Select a host to see all its services.</p>\
+         <p class=\"note\">{range}. Select a host to see all its services.</p>\
          <table class=\"hosts\"><thead><tr><th scope=\"col\">Host</th>\
          <th scope=\"col\">Network</th><th scope=\"col\">Location</th>\
          <th scope=\"col\">Services</th><th scope=\"col\">Matched evidence</th></tr></thead><tbody>",
         escape(&page_href(text, None, page)),
-        hosts.len()
     );
     for r in hosts {
         let h = &r.host;
@@ -331,7 +333,9 @@ fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) ->
             loc = row_place(h),
         ));
     }
-    out.push_str("</tbody></table><nav class=\"pages\" aria-label=\"Result pages\">");
+    out.push_str(&format!(
+        "</tbody></table><nav class=\"pages\" aria-label=\"Result pages\">{range} "
+    ));
     if page > 1 {
         out.push_str(&format!(
             "<a class=\"button secondary\" rel=\"prev\" href=\"{}\">Previous page</a> ",
@@ -346,6 +350,26 @@ fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) ->
     }
     out.push_str("</nav></section>");
     out
+}
+
+/// Where the page is among the hosts: "Hosts 26–50", with the total when it is known — "of
+/// 37" on the last page (the pages before it held [`PAGE_HOSTS`] each). Otherwise the total
+/// comes from the count, which the script adds ("of 19,349", or "of about 19,349" for an
+/// estimate) from the data attributes when `/app/count` answers.
+fn page_range(page: u32, shown: usize, last_page: bool) -> String {
+    let first = u64::from(page.saturating_sub(1)) * u64::from(PAGE_HOSTS) + 1;
+    let last = first + (shown as u64).saturating_sub(1);
+    let (attribute, total) = if last_page {
+        (format!(" data-total=\"{last}\""), format!(" of {}", grouped(last)))
+    } else {
+        (String::new(), String::new())
+    };
+    format!(
+        "<span class=\"page-range\" data-first=\"{first}\" data-last=\"{last}\"{attribute}>\
+         Hosts {}–{}{total}</span>",
+        grouped(first),
+        grouped(last),
+    )
 }
 
 /// "This result page has expired", with a link that runs the search again.
@@ -408,7 +432,7 @@ pub(crate) async fn search_section(
         out.push_str(&views(&text, view));
     }
     if view == View::Globe {
-        out.push_str(&crate::routes::globe::section(&text));
+        out.push_str(&crate::routes::globe::section(&text, &query));
         return (StatusCode::OK, out);
     }
     // The active filters, Add filter and the total.
