@@ -660,6 +660,18 @@ mod tests {
     }
 
     #[test]
+    fn pages_say_where_they_are() {
+        let range = |page, shown, last| page_range(page, shown, last);
+        assert!(range(1, 25, false).contains(">Hosts 1–25</span>"));
+        assert!(range(2, 25, false).contains("data-first=\"26\" data-last=\"50\">"));
+        let last = range(3, 12, true);
+        assert!(last.contains("data-total=\"62\""), "{last}");
+        assert!(last.contains(">Hosts 51–62 of 62</span>"), "{last}");
+        let far = range(41, 25, false);
+        assert!(far.contains(">Hosts 1,001–1,025</span>"), "{far}");
+    }
+
+    #[test]
     fn next_links_carry_the_prefixed_query() {
         assert_eq!(
             search_href("asn:64894", Some("sc1_abc"), 2),
