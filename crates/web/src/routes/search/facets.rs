@@ -263,6 +263,57 @@ mod tests {
     }
 
     #[test]
+    fn country_values_are_named_and_counts_agree_in_number() {
+        let query = periscope_query::parse("port:443")
+            .ok()
+            .and_then(|q| q.as_filter().cloned())
+            .expect("a filter query");
+        let clause = |text: &str| {
+            periscope_query::parse(text)
+                .ok()
+                .and_then(|q| q.as_filter().map(|f| f.clauses()[0].clone()))
+                .expect("a clause")
+        };
+        let item = |value: &str, field: &str, n: u64| periscope_index::FacetValue {
+            value: value.into(),
+            clause: clause(&format!("{field}:{value}")),
+            selected: false,
+            unique_hosts: periscope_index::Count {
+                value: n,
+                relation: Relation::Exact,
+            },
+        };
+        let groups = FacetField::ALL
+            .into_iter()
+            .map(|field| FacetGroup {
+                field,
+                status: FacetStatus::Available,
+                items: match field {
+                    FacetField::Country => vec![item("DE", "country", 19_349), item("AU", "country", 1)],
+                    FacetField::Port => vec![item("22", "port", 2)],
+                    _ => Vec::new(),
+                },
+            })
+            .collect();
+        let html = render(&FacetsAnswer {
+            query,
+            facets: Facets { groups },
+        });
+        assert!(
+            html.contains(
+                "<span class=\"value\">DE</span> <span class=\"country-name\">Germany</span> \
+                 <span class=\"count\">19,349 hosts</span>"
+            ),
+            "{html}"
+        );
+        assert!(html.contains("<span class=\"country-name\">Australia</span>"), "{html}");
+        assert!(html.contains(">1 host</span>"), "{html}");
+        // Only countries are named: port 22 is no country code, nor is a value elsewhere.
+        assert_eq!(html.matches("country-name").count(), 2, "{html}");
+        assert!(html.contains(">2 hosts</span>"), "{html}");
+    }
+
+    #[test]
     fn groups_that_did_not_come_back_are_named() {
         use FacetStatus::{Available as A, TimedOut as T, Unavailable as U};
         let html = answer([A, U, A, A, A, A]);
