@@ -293,7 +293,8 @@ window.PeriscopeGlobe = (function () {
       const left = Math.min(Math.max(4, x - width / 2), Math.max(4, room - width - 4));
       const above = y - r - height - 6;
       tip.style.left = `${left}px`;
-      tip.style.top = `${above >= 4 ? above : y + r + 6}px`;
+      const below = Math.min(y + r + 6, canvas.clientHeight - height - 4);
+      tip.style.top = `${above >= 4 ? above : Math.max(4, below)}px`;
     }
 
     function mark(key, by) {

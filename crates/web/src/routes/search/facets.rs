@@ -13,8 +13,8 @@ use super::filters::REMOVE_ONE;
 use super::{caller, search_href};
 use crate::Web;
 use crate::html::escape;
-use crate::words::{count, country_name};
 use crate::session::{Client, request_id, require_session_fragment};
+use crate::words::{self, country_name};
 
 fn fragment(status: StatusCode, html: String) -> Response {
     let mut response = (status, html).into_response();
@@ -47,7 +47,7 @@ fn label(f: FacetField) -> &'static str {
 
 /// "1 host", "19,349 hosts", or "About 19,349 hosts" for an estimate.
 fn hosts(n: u64, relation: Relation) -> String {
-    let hosts = count(n, "host", "hosts");
+    let hosts = words::count(n, "host", "hosts");
     match relation {
         Relation::Exact => hosts,
         Relation::Approximate => format!("About {hosts}"),
@@ -198,7 +198,10 @@ fn render(answer: &periscope_service::FacetsAnswer) -> String {
             let mut value = format!("<span class=\"value\">{}</span>", escape(&item.value));
             if let Some(name) = country_name(&item.value).filter(|_| g.field == FacetField::Country)
             {
-                value.push_str(&format!(" <span class=\"country-name\">{}</span>", escape(name)));
+                value.push_str(&format!(
+                    " <span class=\"country-name\">{}</span>",
+                    escape(name)
+                ));
             }
             let clause = escape(&item.clause.to_string());
             if item.selected {
@@ -289,7 +292,9 @@ mod tests {
                 field,
                 status: FacetStatus::Available,
                 items: match field {
-                    FacetField::Country => vec![item("DE", "country", 19_349), item("AU", "country", 1)],
+                    FacetField::Country => {
+                        vec![item("DE", "country", 19_349), item("AU", "country", 1)]
+                    }
                     FacetField::Port => vec![item("22", "port", 2)],
                     _ => Vec::new(),
                 },
@@ -306,7 +311,10 @@ mod tests {
             ),
             "{html}"
         );
-        assert!(html.contains("<span class=\"country-name\">Australia</span>"), "{html}");
+        assert!(
+            html.contains("<span class=\"country-name\">Australia</span>"),
+            "{html}"
+        );
         assert!(html.contains(">1 host</span>"), "{html}");
         // Only countries are named: port 22 is no country code, nor is a value elsewhere.
         assert_eq!(html.matches("country-name").count(), 2, "{html}");

@@ -360,7 +360,10 @@ fn page_range(page: u32, shown: usize, last_page: bool) -> String {
     let first = u64::from(page.saturating_sub(1)) * u64::from(PAGE_HOSTS) + 1;
     let last = first + (shown as u64).saturating_sub(1);
     let (attribute, total) = if last_page {
-        (format!(" data-total=\"{last}\""), format!(" of {}", grouped(last)))
+        (
+            format!(" data-total=\"{last}\""),
+            format!(" of {}", grouped(last)),
+        )
     } else {
         (String::new(), String::new())
     };
