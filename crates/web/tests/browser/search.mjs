@@ -307,6 +307,7 @@ try {
   check(where.rowTop >= 0 && where.rowBottom <= where.top + 1,
     `the chosen row stays in view above the panel (${Math.round(where.rowTop)}–${Math.round(where.rowBottom)})`);
   await shot(page, 'phone-panel');
+  if (artifacts) await page.screenshot({ path: path.join(artifacts, 'phone-panel-in-view.png') });
   await page.keyboard.press('Escape');
 
   // The session ends mid-search: the next fragment reloads the page, which says so.
