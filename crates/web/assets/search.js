@@ -36,7 +36,8 @@
       const first = Number(span.dataset.first);
       const last = Number(span.dataset.last);
       const of = n > last ? `${approximate ? 'about ' : ''}${number(n)}` : `more than ${number(last)}`;
-      span.textContent = `Hosts ${number(first)}–${number(last)} of ${of}`;
+      const hosts = first === last ? `Host ${number(first)}` : `Hosts ${number(first)}–${number(last)}`;
+      span.textContent = `${hosts} of ${of}`;
     });
   }
 

@@ -150,7 +150,9 @@ try {
     if (!more) of = last.toLocaleString('en');
     else if (total > last) of = `${approximate ? 'about ' : ''}${total.toLocaleString('en')}`;
     else of = `more than ${last.toLocaleString('en')}`;
-    return `Hosts ${first.toLocaleString('en')}–${last.toLocaleString('en')} of ${of}`;
+    const hosts = first === last ? `Host ${first.toLocaleString('en')}`
+      : `Hosts ${first.toLocaleString('en')}–${last.toLocaleString('en')}`;
+    return `${hosts} of ${of}`;
   }
   const range1 = await expectedRange(1);
   await until(`"${range1}"`, async () => (await page.locator('.page-range').allInnerTexts())

@@ -352,7 +352,7 @@ fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) ->
     out
 }
 
-/// Where the page is among the hosts: "Hosts 26–50", with the total when it is known — "of
+/// Where the page is among the hosts: "Hosts 26–50" ("Host 51" alone), with the total when it is known — "of
 /// 37" on the last page (the pages before it held [`PAGE_HOSTS`] each). Otherwise the total
 /// comes from the count, which the script adds ("of 19,349", or "of about 19,349" for an
 /// estimate) from the data attributes when `/app/count` answers.
@@ -367,11 +367,14 @@ fn page_range(page: u32, shown: usize, last_page: bool) -> String {
     } else {
         (String::new(), String::new())
     };
+    let hosts = if first == last {
+        format!("Host {}", grouped(first))
+    } else {
+        format!("Hosts {}–{}", grouped(first), grouped(last))
+    };
     format!(
         "<span class=\"page-range\" data-first=\"{first}\" data-last=\"{last}\"{attribute}>\
-         Hosts {}–{}{total}</span>",
-        grouped(first),
-        grouped(last),
+         {hosts}{total}</span>"
     )
 }
 
@@ -670,6 +673,7 @@ mod tests {
         let last = range(3, 12, true);
         assert!(last.contains("data-total=\"62\""), "{last}");
         assert!(last.contains(">Hosts 51–62 of 62</span>"), "{last}");
+        assert!(range(1, 1, true).contains(">Host 1 of 1</span>"));
         let far = range(41, 25, false);
         assert!(far.contains(">Hosts 1,001–1,025</span>"), "{far}");
     }
