@@ -56,7 +56,7 @@ try {
     if (url.pathname !== '/app/exposure') return route.continue();
     const resolution = url.searchParams.get('resolution');
     exposures.push({ q: url.searchParams.get('q'), resolution });
-    if (inject && inject.resolution === resolution) {
+    if (inject && (inject.resolution === resolution || inject.resolution === '*')) {
       const { mode, rewrite } = inject;
       if (mode === '503') {
         inject = null;
@@ -449,6 +449,34 @@ try {
       `country:AU: ${keys.length} clusters drawn on the visible hemisphere at ${level} detail`);
   }
   await page.screenshot({ path: path.join(artifacts, 'globe-australia-local.png') });
+
+  // Many clusters far from 10° E, 30° N: port:443's answers at every level squeezed into the
+  // seas east of Australia (longitude 150 + lon/10, latitude −30 + lat/10).
+  inject = {
+    resolution: '*',
+    mode: 'rewrite',
+    rewrite: (json) => {
+      for (const l of json.locations) {
+        l.longitude = 150 + l.longitude / 10;
+        l.latitude = -30 + l.latitude / 10;
+      }
+      return json;
+    },
+  };
+  await openGlobe('port:443');
+  const moved = answers.get('global');
+  check(near(await centerOf(), centroidOf(moved.locations), 0.01), 'moved clusters: the Globe turns to their centroid');
+  for (const level of ['global', 'regional', 'local']) {
+    while ((await shown()) !== level) {
+      await page.click('[data-zoom=in]');
+      await sleep(150);
+      await until(`${level} detail`, async () => !(await section.getAttribute('aria-busy')));
+    }
+    const keys = await keysListed();
+    check(await bubblePixels() > 50 && keys.length > 1,
+      `moved clusters: ${keys.length} drawn and listed at ${level} detail (of ${answers.get(level).locations.length})`);
+  }
+  inject = null;
 
   // Narrow screens: the Globe fits 390 px.
   await page.setViewportSize({ width: 390, height: 844 });
