@@ -10,6 +10,14 @@
 // bubbles whose area grows with their hosts (a rendering scale, not one dot per host), drawn
 // on the visible hemisphere only and listed in the table below the canvas, labelled by the
 // country with most hosts (+N more) or, without a country, by coordinates — never by key.
+//
+// For an analyst: each answer that shows nothing where the globe looks turns it to the data's
+// centroid (the host-weighted mean of the locations as unit vectors, so a Sydney host is in
+// front, not behind); the first answer always does. The buttons zoom toward the largest
+// cluster in view, the wheel toward the pointer (the point under it stays under it). A cluster
+// is labelled over the map when the pointer rests on it or its row has focus, and leads to its
+// hosts: the search's Results with `country:XX` added where the query takes another clause
+// (`data-add-country`), else the search's own Results (`data-results`).
 'use strict';
 
 window.PeriscopeGlobe = (function () {
@@ -70,6 +78,37 @@ window.PeriscopeGlobe = (function () {
 
   const number = (n) => Number(n).toLocaleString('en');
 
+  /// "1 host", "19,349 hosts": the count grouped, the noun agreeing with it.
+  function count(n, one, many) {
+    return `${number(n)} ${Number(n) === 1 ? one : many}`;
+  }
+
+  /// Degrees on a 1/256 grid, so that turning by whole degrees and back is exact.
+  const snap = (degrees) => Math.round(degrees * 256) / 256;
+
+  const RAD = Math.PI / 180;
+
+  /// The host-weighted centroid of `locations` on the unit sphere, as [longitude, latitude], or
+  /// null when they cancel out (hosts spread evenly round the globe) or there are none.
+  function centroid(locations) {
+    let x = 0;
+    let y = 0;
+    let z = 0;
+    let total = 0;
+    for (const l of locations) {
+      const w = Number(l.unique_hosts) || 0;
+      const lat = l.latitude * RAD;
+      const lon = l.longitude * RAD;
+      x += w * Math.cos(lat) * Math.cos(lon);
+      y += w * Math.cos(lat) * Math.sin(lon);
+      z += w * Math.sin(lat);
+      total += w;
+    }
+    const length = Math.hypot(x, y, z);
+    if (!total || length < total * 1e-6) return null;
+    return [Math.atan2(y, x) / RAD, Math.asin(z / length) / RAD];
+  }
+
   function start(section) {
     const canvas = section.querySelector('canvas');
     const totals = section.querySelector('.globe-totals');
@@ -77,6 +116,8 @@ window.PeriscopeGlobe = (function () {
     const bounded = section.querySelector('.globe-bounded');
     const loadingText = section.querySelector('.globe-loading-text');
     const tbody = section.querySelector('.globe-clusters tbody');
+    const tip = section.querySelector('.globe-tip');
+    const stage = section.querySelector('.globe-stage');
     const zoomIn = section.querySelector('[data-zoom=in]');
     const zoomOut = section.querySelector('[data-zoom=out]');
     const context = canvas.getContext('2d');
@@ -88,6 +129,11 @@ window.PeriscopeGlobe = (function () {
     const inFlight = new Map();
     let zoom = 1;
     let rotation = [-10, -30];
+    let turned = false; // whether an answer has turned the globe yet
+    let drawn = []; // the bubbles drawn: { l, x, y, r } in canvas pixels
+    let marked = null; // the key of the cluster labelled over the map
+    let markedBy = null; // 'pointer' or 'focus'
+
     let land = null;
     let landFine = null;
     let shown = null; // the level drawn
@@ -122,11 +168,17 @@ window.PeriscopeGlobe = (function () {
       return d3.geoDistance([location.longitude, location.latitude], center) < Math.PI / 2 - 1e-6;
     }
 
+    /// Sets the projection for the current zoom and rotation on a canvas of `pixels`.
+    function project(pixels) {
+      const radius = (pixels / 2 - 4) * zoom;
+      projection.scale(radius).translate([pixels / 2, pixels / 2]).rotate(rotation);
+      section.dataset.center = `${snap(-rotation[0])},${snap(-rotation[1])}`;
+    }
+
     function draw() {
       frame = 0;
       const pixels = size();
-      const radius = (pixels / 2 - 4) * zoom;
-      projection.scale(radius).translate([pixels / 2, pixels / 2]).rotate(rotation);
+      project(pixels);
       context.clearRect(0, 0, pixels, pixels);
       context.beginPath();
       path({ type: 'Sphere' });
@@ -164,20 +216,113 @@ window.PeriscopeGlobe = (function () {
         const biggest = Math.max(6, pixels / 22);
         context.fillStyle = 'rgba(197,34,31,0.55)';
         context.strokeStyle = 'rgba(120,16,14,0.9)';
+        drawn = [];
         for (const l of locations) {
           const [x, y] = projection([l.longitude, l.latitude]);
           const r = Math.max(2.5, biggest * Math.sqrt(l.unique_hosts / most));
+          drawn.push({ l, x, y, r });
           context.beginPath();
           context.arc(x, y, r, 0, 2 * Math.PI);
           context.fill();
           context.stroke();
         }
+        const mark = drawn.find((b) => b.l.key === marked);
+        if (mark) {
+          // The cluster labelled over the map: a dark ring round its bubble.
+          context.beginPath();
+          context.arc(mark.x, mark.y, mark.r + 3, 0, 2 * Math.PI);
+          context.lineWidth = 3;
+          context.strokeStyle = '#1b1f24';
+          context.stroke();
+          context.lineWidth = 1;
+          context.fillStyle = 'rgba(197,34,31,0.55)';
+          context.strokeStyle = 'rgba(120,16,14,0.9)';
+        }
+      } else {
+        drawn = [];
       }
       if (level !== shown) {
         shown = level;
         describe(answer, level);
       }
       list(locations);
+      labelOver();
+    }
+
+    /// Where a cluster's hosts are: the search with its country added where the query takes
+    /// one more clause, else the search's own Results.
+    function hostsOf(l) {
+      if (l.country_code && section.dataset.addCountry !== undefined) {
+        return `/?${new URLSearchParams({ q: `${query} country:${l.country_code}` })}`;
+      }
+      return section.dataset.results;
+    }
+
+    /// What a cluster's link says it does, for its accessible name and title.
+    function leadsTo(l) {
+      if (l.country_code && section.dataset.addCountry !== undefined) {
+        return `Show the hosts in ${countryName(l.country_code)}: runs ${query} country:${l.country_code}`;
+      }
+      return `Show the hosts of this search: runs ${query}`;
+    }
+
+    /// The label over the map of the cluster marked (by the pointer or a focused row), placed
+    /// beside its bubble inside the stage; hidden when it is not drawn.
+    function labelOver() {
+      const bubble = marked ? drawn.find((b) => b.l.key === marked) : null;
+      if (!bubble) {
+        tip.hidden = true;
+        return;
+      }
+      const l = bubble.l;
+      const title = document.createElement('strong');
+      title.textContent = label(l);
+      const counts = document.createElement('span');
+      counts.textContent = `${count(l.unique_hosts, 'host', 'hosts')}, `
+        + `${count(l.service_count, 'service', 'services')}`;
+      tip.replaceChildren(title, counts);
+      tip.dataset.key = l.key;
+      tip.hidden = false;
+      const scale = canvas.clientWidth / canvas.width;
+      const x = bubble.x * scale;
+      const y = bubble.y * scale;
+      const r = bubble.r * scale;
+      const width = tip.offsetWidth;
+      const height = tip.offsetHeight;
+      const room = canvas.clientWidth;
+      const left = Math.min(Math.max(4, x - width / 2), Math.max(4, room - width - 4));
+      const above = y - r - height - 6;
+      tip.style.left = `${left}px`;
+      const below = Math.min(y + r + 6, canvas.clientHeight - height - 4);
+      tip.style.top = `${above >= 4 ? above : Math.max(4, below)}px`;
+    }
+
+    function mark(key, by) {
+      if (marked === key && markedBy === by) return;
+      marked = key;
+      markedBy = key ? by : null;
+      for (const tr of tbody.querySelectorAll('tr.cluster')) {
+        tr.classList.toggle('marked', tr.dataset.key === key);
+      }
+      redraw();
+    }
+
+    /// The bubble at canvas pixel [x, y]: the smallest one that holds it (so a small bubble on
+    /// a big one can be reached), with a few pixels' grace.
+    function bubbleAt(x, y) {
+      const grace = 3 * (window.devicePixelRatio || 1);
+      let best = null;
+      for (const b of drawn) {
+        if (Math.hypot(b.x - x, b.y - y) <= b.r + grace && (!best || b.r < best.r)) best = b;
+      }
+      return best;
+    }
+
+    /// Canvas pixels of a pointer event.
+    function pixelsOf(event) {
+      const box = canvas.getBoundingClientRect();
+      const ratio = canvas.width / box.width;
+      return [(event.clientX - box.left) * ratio, (event.clientY - box.top) * ratio];
     }
 
     function redraw() {
@@ -193,8 +338,8 @@ window.PeriscopeGlobe = (function () {
       if (!answer) return;
       const hosts = answer.unique_hosts;
       const about = hosts.relation === 'approximate' ? 'about ' : '';
-      totals.textContent = `${about}${number(hosts.value)} hosts, ${number(answer.service_count)} services`
-        + ` (${LEVEL_NAMES[level]} detail)`;
+      totals.textContent = `${about}${count(hosts.value, 'host', 'hosts')}, `
+        + `${count(answer.service_count, 'service', 'services')} (${LEVEL_NAMES[level]} detail)`;
       bounded.hidden = answer.locations_relation !== 'bounded';
     }
 
@@ -210,7 +355,16 @@ window.PeriscopeGlobe = (function () {
       tbody.replaceChildren(...rows.map((l) => {
         const tr = document.createElement('tr');
         tr.className = 'cluster';
-        for (const text of [label(l), number(l.unique_hosts), number(l.service_count)]) {
+        tr.dataset.key = l.key;
+        if (l.key === marked) tr.classList.add('marked');
+        const name = document.createElement('td');
+        const a = document.createElement('a');
+        a.href = hostsOf(l);
+        a.textContent = label(l);
+        a.title = leadsTo(l);
+        name.append(a);
+        tr.append(name);
+        for (const text of [number(l.unique_hosts), number(l.service_count)]) {
           const td = document.createElement('td');
           td.textContent = text;
           tr.append(td);
@@ -218,6 +372,27 @@ window.PeriscopeGlobe = (function () {
         return tr;
       }));
     }
+
+    // A row with focus (its link) or under the pointer labels its bubble over the map; a click
+    // anywhere on the row follows its link.
+    tbody.addEventListener('focusin', (event) => {
+      const tr = event.target.closest('tr.cluster');
+      if (tr) mark(tr.dataset.key, 'focus');
+    });
+    tbody.addEventListener('focusout', (event) => {
+      if (!tbody.contains(event.relatedTarget) && markedBy === 'focus') mark(null, null);
+    });
+    tbody.addEventListener('mouseover', (event) => {
+      const tr = event.target.closest('tr.cluster');
+      if (tr && markedBy !== 'focus') mark(tr.dataset.key, 'pointer');
+    });
+    tbody.addEventListener('mouseleave', () => {
+      if (markedBy === 'pointer') mark(null, null);
+    });
+    tbody.addEventListener('click', (event) => {
+      const tr = event.target.closest('tr.cluster');
+      if (tr && !event.target.closest('a')) tr.querySelector('a').click();
+    });
 
     function showError(title, message) {
       notice.replaceChildren();
@@ -232,6 +407,31 @@ window.PeriscopeGlobe = (function () {
     function clearError() {
       notice.replaceChildren();
       notice.classList.remove('shown');
+    }
+
+    /// After an answer: turn to the data's centroid when it is the first answer, or when the
+    /// view shows none of its clusters; and if the centroid's hemisphere still shows none at
+    /// this zoom, to its largest cluster.
+    function aimAt(answer) {
+      const pixels = size();
+      project(pixels);
+      const onCanvas = (l) => {
+        if (!visible(l)) return false;
+        const [x, y] = projection([l.longitude, l.latitude]);
+        return x >= 0 && y >= 0 && x <= pixels && y <= pixels;
+      };
+      if (turned && answer.locations.some(onCanvas)) return;
+      turned = true;
+      const centre = centroid(answer.locations);
+      if (centre) {
+        rotation = [snap(-centre[0]), snap(-centre[1])];
+        project(pixels);
+      }
+      if (!answer.locations.some(onCanvas)) {
+        const largest = answer.locations.reduce((a, b) => (b.unique_hosts > a.unique_hosts ? b : a),
+          answer.locations[0]);
+        if (largest) rotation = [snap(-largest.longitude), snap(-largest.latitude)];
+      }
     }
 
     /// Asks for `level` unless it is loaded or on its way.
@@ -252,6 +452,7 @@ window.PeriscopeGlobe = (function () {
           if (status === 200 && body && Array.isArray(body.locations)) {
             cache.set(level, body);
             clearError();
+            if (level === drawnLevel()) aimAt(body);
             return;
           }
           showError(
@@ -293,16 +494,58 @@ window.PeriscopeGlobe = (function () {
       redraw();
     }
 
+    /// Zooms to `next`, turning the globe so that the place `point` ([longitude, latitude])
+    /// ends at canvas pixel `target`: as close as the orthographic projection allows (a few
+    /// steps of moving the view by the place's offset from where it lands).
+    function zoomAt(next, point, target) {
+      setZoom(next);
+      const pixels = size();
+      for (let i = 0; i < 12; i++) {
+        project(pixels);
+        const landed = projection.invert(target);
+        if (!landed || !Number.isFinite(landed[0]) || !Number.isFinite(landed[1])) break;
+        let dx = landed[0] - point[0];
+        if (dx > 180) dx -= 360;
+        if (dx < -180) dx += 360;
+        const dy = landed[1] - point[1];
+        if (Math.abs(dx) < 1e-4 && Math.abs(dy) < 1e-4) break;
+        rotation = [rotation[0] + dx, Math.max(-90, Math.min(90, rotation[1] + dy))];
+      }
+      rotation = [snap(rotation[0]), snap(rotation[1])];
+      redraw();
+    }
+
+    /// The buttons' zoom: toward the largest cluster in view (it moves halfway to the centre
+    /// as the globe zooms in), or about the centre when none is drawn or when zooming out.
+    function zoomStep(factor) {
+      const next = Math.min(MAX_ZOOM, Math.max(MIN_ZOOM, zoom * factor));
+      const largest = drawn.reduce((a, b) => (!a || b.l.unique_hosts > a.l.unique_hosts ? b : a), null);
+      if (factor > 1 && largest && next !== zoom) {
+        const c = canvas.width / 2;
+        zoomAt(next, [largest.l.longitude, largest.l.latitude],
+          [c + (largest.x - c) / 2, c + (largest.y - c) / 2]);
+      } else {
+        setZoom(next);
+      }
+    }
+
     function rotate(dx, dy) {
       rotation = [rotation[0] + dx, Math.max(-90, Math.min(90, rotation[1] + dy))];
       redraw();
     }
 
-    zoomIn.addEventListener('click', () => setZoom(zoom * STEP));
-    zoomOut.addEventListener('click', () => setZoom(zoom / STEP));
+    zoomIn.addEventListener('click', () => zoomStep(STEP));
+    zoomOut.addEventListener('click', () => zoomStep(1 / STEP));
     canvas.addEventListener('wheel', (event) => {
       event.preventDefault();
-      setZoom(zoom * Math.exp(-event.deltaY * 0.002));
+      const next = zoom * Math.exp(-event.deltaY * 0.002);
+      const at = pixelsOf(event);
+      project(size());
+      const point = projection.invert(at);
+      const inside = point && Number.isFinite(point[0]) && visible({ longitude: point[0], latitude: point[1] })
+        && Math.hypot(at[0] - canvas.width / 2, at[1] - canvas.height / 2) < projection.scale();
+      if (inside) zoomAt(next, point, at);
+      else setZoom(next);
     }, { passive: false });
     canvas.addEventListener('keydown', (event) => {
       const step = 10 / zoom;
@@ -311,10 +554,10 @@ window.PeriscopeGlobe = (function () {
         ArrowRight: () => rotate(-step, 0),
         ArrowUp: () => rotate(0, -step),
         ArrowDown: () => rotate(0, step),
-        '+': () => setZoom(zoom * STEP),
-        '=': () => setZoom(zoom * STEP),
-        '-': () => setZoom(zoom / STEP),
-        _: () => setZoom(zoom / STEP),
+        '+': () => zoomStep(STEP),
+        '=': () => zoomStep(STEP),
+        '-': () => zoomStep(1 / STEP),
+        _: () => zoomStep(1 / STEP),
       };
       const act = keys[event.key];
       if (act) {
@@ -324,16 +567,32 @@ window.PeriscopeGlobe = (function () {
     });
 
     // Drag to turn; two pointers pinch to zoom.
+    // A pointer resting on a bubble labels it over the map; a click (not a drag) on a bubble
+    // leads to its hosts.
     const pointers = new Map();
     let pinch = 0;
+    let pressed = null; // where the pointer went down, and whether it has moved since
     canvas.addEventListener('pointerdown', (event) => {
       canvas.setPointerCapture(event.pointerId);
       pointers.set(event.pointerId, [event.clientX, event.clientY]);
+      pressed = { x: event.clientX, y: event.clientY, moved: false };
       pinch = 0;
+    });
+    canvas.addEventListener('pointerleave', () => {
+      if (markedBy === 'pointer') mark(null, null);
     });
     canvas.addEventListener('pointermove', (event) => {
       const last = pointers.get(event.pointerId);
-      if (!last) return;
+      if (!last) {
+        if (event.pointerType === 'mouse' || event.pointerType === 'pen') {
+          const bubble = bubbleAt(...pixelsOf(event));
+          canvas.style.cursor = bubble ? 'pointer' : '';
+          if (bubble) mark(bubble.l.key, 'pointer');
+          else if (markedBy === 'pointer') mark(null, null);
+        }
+        return;
+      }
+      if (pressed && Math.hypot(event.clientX - pressed.x, event.clientY - pressed.y) > 4) pressed.moved = true;
       const now = [event.clientX, event.clientY];
       pointers.set(event.pointerId, now);
       if (pointers.size === 2) {
@@ -350,8 +609,18 @@ window.PeriscopeGlobe = (function () {
       pointers.delete(event.pointerId);
       pinch = 0;
     };
-    canvas.addEventListener('pointerup', release);
-    canvas.addEventListener('pointercancel', release);
+    canvas.addEventListener('pointerup', (event) => {
+      const click = pressed && !pressed.moved && pointers.size === 1;
+      release(event);
+      pressed = null;
+      if (!click) return;
+      const bubble = bubbleAt(...pixelsOf(event));
+      if (bubble) window.location.assign(hostsOf(bubble.l));
+    });
+    canvas.addEventListener('pointercancel', (event) => {
+      release(event);
+      pressed = null;
+    });
     window.addEventListener('resize', redraw);
 
     async function outlines(url) {
@@ -378,5 +647,5 @@ window.PeriscopeGlobe = (function () {
 
   for (const section of document.querySelectorAll('section.globe')) start(section);
 
-  return { label, coordinates, countryName, levelFor };
+  return { label, coordinates, countryName, levelFor, centroid, count };
 })();

@@ -23,11 +23,31 @@
     }
   }
 
-  // The total ("About N hosts").
+  const number = (n) => Number(n).toLocaleString('en');
+
+  // The total ("About N hosts"), then where the page is among them ("Hosts 26–50 of 19,349").
+  // A page with a next page holds no total of its own; the count's is worded as it came: "of
+  // about N" for an estimate, and "of more than M" when an estimate is below the hosts the
+  // pages already hold.
+  function rangeOf(value) {
+    const n = Number(value.dataset.value);
+    const approximate = value.dataset.relation === 'approximate';
+    document.querySelectorAll('.page-range[data-first]:not([data-total])').forEach((span) => {
+      const first = Number(span.dataset.first);
+      const last = Number(span.dataset.last);
+      const of = n > last ? `${approximate ? 'about ' : ''}${number(n)}` : `more than ${number(last)}`;
+      const hosts = first === last ? `Host ${number(first)}` : `Hosts ${number(first)}–${number(last)}`;
+      span.textContent = `${hosts} of ${of}`;
+    });
+  }
+
   const total = document.querySelector('.total[data-fragment]');
   if (total) {
     load(total, total.dataset.fragment, total,
-      '<span class="total-unavailable">Total unavailable</span>');
+      '<span class="total-unavailable">Total unavailable</span>').then(() => {
+      const value = total.querySelector('.total-value[data-value]');
+      if (value) rangeOf(value);
+    });
   }
 
   // Suggested Filters.
@@ -50,6 +70,17 @@
     if (opener) opener.focus();
   }
 
+  /// On a narrow screen the panel is a sheet over the foot of the screen, opened where the user
+  /// is: the chosen row is turned above the sheet if the sheet would hide it.
+  function keepInView(row) {
+    if (getComputedStyle(panel).position !== 'fixed') return;
+    const sheet = panel.getBoundingClientRect();
+    const box = row.getBoundingClientRect();
+    const room = sheet.top - 8;
+    if (box.bottom > room) window.scrollBy(0, box.bottom - room);
+    else if (box.top < 0) window.scrollBy(0, box.top);
+  }
+
   async function openPanel(link) {
     opener = link;
     const ip = link.dataset.ip;
@@ -61,13 +92,14 @@
     body.innerHTML = '';
     panel.querySelector('.panel-title').textContent = `Selected host ${ip}`;
     panel.querySelector('.panel-title').setAttribute('tabindex', '-1');
-    panel.querySelector('.panel-title').focus();
+    panel.querySelector('.panel-title').focus({ preventScroll: true });
+    keepInView(link.closest('tr'));
     await load(panel, '/app/host?ip=' + encodeURIComponent(ip), body,
       '<section class="condition" role="alert"><h2>Search is temporarily unavailable</h2>' +
       '<p>Try again shortly; nothing was charged.</p></section>');
     if (opener === link && !panel.hidden) {
       const heading = body.querySelector('.host-ip');
-      if (heading) heading.focus();
+      if (heading) heading.focus({ preventScroll: true });
     }
   }
 

@@ -65,13 +65,9 @@ pub(crate) fn ring(ring: Ring) -> String {
                 fraction,
                 left.to_string(),
                 format!(
-                    "{left} of {} {} left today",
-                    usage.limit,
-                    if usage.limit == 1 {
-                        "search"
-                    } else {
-                        "searches"
-                    }
+                    "{} of {} left today",
+                    crate::words::grouped(u64::from(left)),
+                    crate::words::count(u64::from(usage.limit), "search", "searches")
                 ),
                 format!(
                     "<span class=\"reset\">Resets at <time datetime=\"{resets}\" \

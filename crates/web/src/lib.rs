@@ -30,7 +30,9 @@
 //! - `/?q=…&view=globe` is the Globe view of a search (spec §12, not for domain searches): a
 //!   canvas globe drawn by `assets/globe.js` with the npm packages `build.rs` builds in, fed
 //!   by `GET /app/exposure` (the API's exposure answer, free of charge) level by level as the
-//!   user zooms in.
+//!   user zooms in; it turns to where the hosts are, and a cluster leads to its hosts.
+//! - Counts read the same on every page and in every script: grouped ("19,349"), the noun
+//!   agreeing ("1 host"), a country named beside its code (`words`).
 //! - The top bar's account menu (spec §8) shows a ring of the searches left today out of the
 //!   daily total (read free of charge, after the page's own search) and the reset time, which
 //!   `assets/account.js` shows in the viewer's time zone; its links lead to the public pages
@@ -52,6 +54,7 @@ mod oidc;
 mod routes;
 mod session;
 mod tls;
+mod words;
 
 use std::sync::{Arc, OnceLock};
 

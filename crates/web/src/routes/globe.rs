@@ -12,12 +12,13 @@ use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use periscope_api_types::ExposureResponse;
+use periscope_query::{Field, Query};
 use periscope_service::{ExposureRequest, ServiceError};
 
 use crate::Web;
 use crate::assets::href;
 use crate::html::{escape, secure_headers};
-use crate::routes::search::error_wording;
+use crate::routes::search::{error_wording, search_href};
 use crate::session::{Client, request_id, require_session_fragment};
 
 /// The assets a page with the Globe loads after `app.js`, in order.
@@ -32,12 +33,24 @@ pub(crate) const ASSETS: &[&str] = &[
 /// How long the script waits for a level of detail before it says the search timed out.
 pub(crate) const TIMEOUT_MS: u32 = 10_000;
 
-/// The Globe section for the prefixed query `text`.
-pub(crate) fn section(text: &str) -> String {
+/// Whether a cluster's hosts are the search narrowed by `country:XX`: only a filter query takes
+/// another clause (exact-IP, CIDR, domain and ASN searches are standalone, spec "Query
+/// language"), and only while it has no country clause and fewer than three clauses.
+fn takes_country(query: &Query) -> bool {
+    query
+        .as_filter()
+        .is_some_and(|f| !f.is_full() && f.get(Field::Country).is_none())
+}
+
+/// The Globe section for the prefixed query `text` (`query` parsed). `data-results` is the
+/// search's Results view; with `data-add-country` the script links a cluster to the Results
+/// of the search with its country's clause added, otherwise to `data-results`.
+pub(crate) fn section(text: &str, query: &Query) -> String {
     format!(
         "<section class=\"globe\" aria-label=\"Globe\" data-query=\"{query}\" \
          data-endpoint=\"/app/exposure\" data-timeout-ms=\"{TIMEOUT_MS}\" \
-         data-land=\"{land}\" data-land-fine=\"{land_fine}\">\
+         data-land=\"{land}\" data-land-fine=\"{land_fine}\" \
+         data-results=\"{results}\"{add_country}>\
          <div class=\"globe-bar\">\
          <p class=\"globe-totals\" aria-live=\"polite\">Loading the Globe…</p>\
          <ol class=\"globe-levels\" aria-label=\"Detail\">\
@@ -51,20 +64,28 @@ pub(crate) fn section(text: &str) -> String {
          <div class=\"globe-stage\">\
          <canvas tabindex=\"0\" role=\"img\" width=\"640\" height=\"640\" \
          aria-label=\"Globe of where the matching hosts are. Drag or use the arrow keys to turn \
-         it; the + and − keys or the wheel zoom in and out. The clusters are listed below.\"\
+         it; the + and − keys or the wheel zoom in and out. The clusters are listed below; each \
+         leads to its hosts.\"\
          ></canvas>\
          <p class=\"globe-loading\" role=\"status\"><span class=\"spinner\" aria-hidden=\"true\">\
-         </span><span class=\"globe-loading-text\">Loading Global detail…</span></p></div>\
+         </span><span class=\"globe-loading-text\">Loading Global detail…</span></p>\
          <div class=\"globe-error\" role=\"alert\"></div>\
+         <div class=\"globe-tip\" aria-hidden=\"true\" hidden></div></div>\
          <p class=\"note globe-bounded\" hidden>More than 500 clusters match at this detail: \
          only the 500 largest are drawn. The totals count every matching host.</p>\
          <noscript><p class=\"note\">The Globe needs JavaScript. The Results view lists the \
          matching hosts without it.</p></noscript>\
          <table class=\"globe-clusters\"><caption>Clusters in view, most hosts first</caption>\
-         <thead><tr><th scope=\"col\">Cluster</th><th scope=\"col\">Hosts</th>\
+         <thead><tr><th scope=\"col\">Cluster (its hosts)</th><th scope=\"col\">Hosts</th>\
          <th scope=\"col\">Services</th></tr></thead><tbody></tbody></table>\
          </section>",
         query = escape(text),
+        results = escape(&search_href(text, None, 1)),
+        add_country = if takes_country(query) {
+            " data-add-country"
+        } else {
+            ""
+        },
         land = escape(&href("land-110m.json")),
         land_fine = escape(&href("land-50m.json")),
     )
@@ -211,9 +232,38 @@ mod tests {
         assert_eq!(v["message"], "domain searches have no Globe view");
     }
 
+    fn parsed(text: &str) -> Query {
+        periscope_query::parse(text).expect("a query")
+    }
+
+    #[test]
+    fn clusters_lead_to_the_search_narrowed_by_country_where_it_takes_a_clause() {
+        for (text, adds) in [
+            ("port:443", true),
+            ("port:443 protocol:https", true),
+            ("organization:\"Example\"", true),
+            ("port:443 country:DE", false),
+            ("port:443 protocol:https exploit:no", false),
+            ("asn:64894", false),
+            ("192.0.2.0/24", false),
+            ("192.0.2.1", false),
+        ] {
+            let html = section(text, &parsed(text));
+            assert_eq!(html.contains(" data-add-country"), adds, "{text}: {html}");
+            assert!(
+                html.contains(&format!(
+                    "data-results=\"{}\"",
+                    escape(&search_href(text, None, 1))
+                )),
+                "{text}: {html}"
+            );
+        }
+    }
+
     #[test]
     fn the_section_escapes_the_query_and_names_its_parts() {
-        let html = section("product:\"a<b\"");
+        let text = "product:\"a<b\"";
+        let html = section(text, &parsed(text));
         assert!(
             html.contains("data-query=\"product:&quot;a&lt;b&quot;\""),
             "{html}"
@@ -223,6 +273,7 @@ mod tests {
             "aria-label=\"Zoom in\"",
             "aria-label=\"Zoom out\"",
             "role=\"alert\"",
+            "class=\"globe-tip\"",
             "<noscript>",
             "class=\"globe-clusters\"",
             "data-timeout-ms=\"10000\"",

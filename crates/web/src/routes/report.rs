@@ -23,17 +23,9 @@ pub(crate) struct ReportForm {
     description: String,
 }
 
-/// `4000` as `4,000`.
+/// `4000` as `4,000` ([`crate::words::grouped`]).
 pub(crate) fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::words::grouped(n as u64)
 }
 
 /// The description as the server counts it: line breaks as one character (browsers send

@@ -29,6 +29,21 @@ function check(ok, what) {
   console.log(`ok: ${what}`);
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(what, condition, ms = 10000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await condition();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+// "1 host", "19,349 hosts": grouped by thousands, the noun agreeing with the number.
+const counted = (n, one, many) => `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
+
 async function shot(page, name) {
   if (!artifacts) return;
   const file = path.join(artifacts, `${name}.png`);
@@ -118,13 +133,48 @@ try {
   check(new URL(page.url()).searchParams.get('page') === '1',
     'the first page gets its number, so Back returns to it');
   await page.locator('.total .total-value, .total .total-unavailable').waitFor();
-  check(/^(About )?\d+ hosts?$/.test(await page.locator('.total').innerText()),
+  check(/^(About )?\d{1,3}(,\d{3})* hosts?$/.test(await page.locator('.total').innerText()),
     'the total loads on its own');
+  const totalValue = page.locator('.total .total-value');
+  const total = Number(await totalValue.getAttribute('data-value'));
+  const approximate = (await totalValue.getAttribute('data-relation')) === 'approximate';
+  check(await totalValue.innerText() === `${approximate ? 'About ' : ''}${counted(total, 'host', 'hosts')}`,
+    `the total is grouped and agrees in number (${await totalValue.innerText()})`);
+  // Where the page is among the hosts, in the note above the list and beside the page links.
+  async function expectedRange(pageNumber) {
+    const rows = await page.locator('tr.host-row').count();
+    const first = (pageNumber - 1) * 25 + 1;
+    const last = first + rows - 1;
+    const more = await page.locator('a[rel=next]').count() > 0;
+    let of;
+    if (!more) of = last.toLocaleString('en');
+    else if (total > last) of = `${approximate ? 'about ' : ''}${total.toLocaleString('en')}`;
+    else of = `more than ${last.toLocaleString('en')}`;
+    const hosts = first === last ? `Host ${first.toLocaleString('en')}`
+      : `Hosts ${first.toLocaleString('en')}–${last.toLocaleString('en')}`;
+    return `${hosts} of ${of}`;
+  }
+  const range1 = await expectedRange(1);
+  await until(`"${range1}"`, async () => (await page.locator('.page-range').allInnerTexts())
+    .every((t) => t === range1));
+  check((await page.locator('.page-range').count()) === 2, `the page says where it is: "${range1}" (above the list and beside the page links)`);
   await page.locator('section.facets .facet-group').first().waitFor();
   check(await page.locator('section.facets .facet-group').count() === 6,
     'Suggested Filters load with six groups');
   check(await page.locator('section.facets a.facet.applied').count() >= 1,
     'the port:443 value is labelled Applied');
+  const counts = await page.locator('section.facets .facet .count').allInnerTexts();
+  check(counts.length > 0 && counts.every((t) => {
+    const m = /^(About )?(\d{1,3}(?:,\d{3})*) (hosts?)$/.exec(t);
+    return m && (m[3] === 'host') === (Number(m[2].replace(/,/g, '')) === 1);
+  }), `every suggested value's count is grouped and agrees in number (${counts.slice(0, 4).join('; ')}…)`);
+  const countries = await page.locator('section.facets [data-field=country] .facet').evaluateAll((items) => {
+    const names = new Intl.DisplayNames(['en'], { type: 'region' });
+    return items.map((item) => [item.querySelector('.value').textContent,
+      (item.querySelector('.country-name') || {}).textContent, names.of(item.querySelector('.value').textContent)]);
+  });
+  check(countries.length > 0 && countries.every(([, shown, name]) => shown === name),
+    `country values show the name beside the code (${countries.map(([c, n]) => `${c} ${n}`).join(', ')})`);
   await shot(page, 'suggested-filters');
 
   // The Selected host panel: click, full inventory, Escape closes, focus returns.
@@ -162,6 +212,10 @@ try {
   await Promise.all([page.waitForNavigation(), page.click('a[rel=next]')]);
   const afterNext = await allowance();
   check(afterNext === before + 1, `the next page is one charged search (${before} → ${afterNext})`);
+  const range2 = await expectedRange(2);
+  await until(`"${range2}"`, async () => (await page.locator('.page-range').allInnerTexts())
+    .every((t) => t === range2));
+  check(range2.startsWith('Hosts 26–'), `page 2 says "${range2}"`);
   await Promise.all([page.waitForNavigation(), page.click('a[rel=prev]')]);
   check(await page.locator('a.host-link').first().innerText() === page1, 'previous shows page 1 again');
   await page.goBack();
@@ -236,13 +290,26 @@ try {
     check(width <= 390, `${path} fits 390 px (${width}${wide ? `: ${wide}` : ''})`);
   }
 
-  // At a phone's width the panel opens below the list.
+  // At a phone's width the panel opens where the user is, not below the 25 rows: a sheet over
+  // the foot of the screen, the chosen row (here the last) kept in view above it.
   await page.goto(base + '/?q=' + encodeURIComponent('port:443') + '&page=1');
-  await page.locator('a.host-link').first().click();
+  const deep = page.locator('a.host-link').last();
+  await deep.scrollIntoViewIfNeeded();
+  await deep.click();
   await panel.locator('section.host').waitFor();
-  const box = await panel.boundingBox();
-  check(box && box.width <= 390, 'at 390 px the panel fits the screen');
+  await sleep(100);
+  const where = await page.evaluate(() => {
+    const p = document.querySelector('aside.host-panel').getBoundingClientRect();
+    const r = document.querySelector('tr.host-row.selected').getBoundingClientRect();
+    return { top: p.top, bottom: p.bottom, width: p.width, rowTop: r.top, rowBottom: r.bottom, height: window.innerHeight };
+  });
+  check(where.width <= 390, 'at 390 px the panel fits the screen');
+  check(where.top >= 0 && where.top < where.height * 0.6 && where.bottom <= where.height + 1,
+    `at 390 px the panel opens in view (${Math.round(where.top)}–${Math.round(where.bottom)} of ${where.height})`);
+  check(where.rowTop >= 0 && where.rowBottom <= where.top + 1,
+    `the chosen row stays in view above the panel (${Math.round(where.rowTop)}–${Math.round(where.rowBottom)})`);
   await shot(page, 'phone-panel');
+  if (artifacts) await page.screenshot({ path: path.join(artifacts, 'phone-panel-in-view.png') });
   await page.keyboard.press('Escape');
 
   // The session ends mid-search: the next fragment reloads the page, which says so.

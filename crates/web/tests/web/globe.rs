@@ -3,7 +3,11 @@
 //! free of charge; domain searches, a bad resolution and a missing session are refused in the
 //! spec's words; the Globe section and its assets are served, and a domain search in the Globe
 //! returns to Results. In Chromium (`tests/browser/globe.mjs`): the levels requested as the
-//! globe zooms, the cache, a failing or hanging finer level, the labels, staying in the Globe.
+//! globe zooms, the cache, a failing or hanging finer level (its notice over the map, in view at
+//! 1280x900), the labels (in the list, and over the map on hover and focus), a cluster leading
+//! to its hosts, staying in the Globe; the searched hosts in view at every level for data far
+//! from where the globe used to look (a host in Sydney, `country:AU`), the wheel zooming toward
+//! the pointer and the buttons toward the largest cluster.
 
 use periscope_api_types::ExposureResponse;
 use periscope_model::Timestamp;
@@ -221,8 +225,29 @@ async fn the_globe_in_chromium() {
             sign_in_via_web(&app, &browser, "/signin?return_to=%2F", email, password).await;
         let dir = artifacts("globe", &fixture);
         let mut command = node_suite("globe.mjs", &app.origin, &session, &dir);
+        // A host in Sydney, far from where the globe used to look (10° E, 30° N).
+        let sydney = data()
+            .reference
+            .records()
+            .find(|r| {
+                r.ip.is_ipv4()
+                    && r.position.is_some()
+                    && r.location
+                        .as_ref()
+                        .is_some_and(|(l, _)| l.city.as_deref() == Some("Sydney"))
+            })
+            .expect("a stored host in Sydney")
+            .ip
+            .to_string();
+        command.env("PERISCOPE_SYDNEY_IP", &sydney);
         converse(&mut command, "the Globe suite", |_| async { None }).await;
-        for shot in ["globe-global.png", "globe-regional.png", "globe-error.png"] {
+        for shot in [
+            "globe-global.png",
+            "globe-regional.png",
+            "globe-error.png",
+            "globe-sydney.png",
+            "globe-australia-local.png",
+        ] {
             assert!(dir.join(shot).is_file(), "{shot} in {}", dir.display());
         }
     })

@@ -14,6 +14,7 @@ use super::{caller, search_href};
 use crate::Web;
 use crate::html::escape;
 use crate::session::{Client, request_id, require_session_fragment};
+use crate::words::{self, country_name};
 
 fn fragment(status: StatusCode, html: String) -> Response {
     let mut response = (status, html).into_response();
@@ -44,11 +45,12 @@ fn label(f: FacetField) -> &'static str {
     }
 }
 
+/// "1 host", "19,349 hosts", or "About 19,349 hosts" for an estimate.
 fn hosts(n: u64, relation: Relation) -> String {
-    let noun = if n == 1 { "host" } else { "hosts" };
+    let hosts = words::count(n, "host", "hosts");
     match relation {
-        Relation::Exact => format!("{n} {noun}"),
-        Relation::Approximate => format!("About {n} {noun}"),
+        Relation::Exact => hosts,
+        Relation::Approximate => format!("About {hosts}"),
     }
 }
 
@@ -74,10 +76,17 @@ pub(crate) async fn count(
         Err(e) => Err(e),
     };
     match answer {
+        // The value and its relation as data too: the script words the page's range with
+        // them ("26–50 of about 19,349").
         Ok(c) => fragment(
             StatusCode::OK,
             format!(
-                "<span class=\"total-value\">{}</span>",
+                "<span class=\"total-value\" data-value=\"{}\" data-relation=\"{}\">{}</span>",
+                c.value,
+                match c.relation {
+                    Relation::Exact => "exact",
+                    Relation::Approximate => "approximate",
+                },
                 hosts(c.value, c.relation)
             ),
         ),
@@ -185,7 +194,15 @@ fn render(answer: &periscope_service::FacetsAnswer) -> String {
         out.push_str("<ul>");
         for item in &g.items {
             let count = hosts(item.unique_hosts.value, item.unique_hosts.relation);
-            let value = escape(&item.value);
+            // A country's code, and its English name beside it.
+            let mut value = format!("<span class=\"value\">{}</span>", escape(&item.value));
+            if let Some(name) = country_name(&item.value).filter(|_| g.field == FacetField::Country)
+            {
+                value.push_str(&format!(
+                    " <span class=\"country-name\">{}</span>",
+                    escape(name)
+                ));
+            }
             let clause = escape(&item.clause.to_string());
             if item.selected {
                 let href = match answer.query.without(item.clause.field()) {
@@ -194,13 +211,13 @@ fn render(answer: &periscope_service::FacetsAnswer) -> String {
                 };
                 out.push_str(&format!(
                     "<li><a class=\"facet applied\" href=\"{}\" aria-label=\"Remove {clause} \
-                     (Applied)\"><span class=\"value\">{value}</span> <span class=\"badge\">\
+                     (Applied)\">{value} <span class=\"badge\">\
                      Applied</span> <span class=\"count\">{count}</span></a></li>",
                     escape(&href)
                 ));
             } else if full {
                 out.push_str(&format!(
-                    "<li><span class=\"facet disabled\"><span class=\"value\">{value}</span> \
+                    "<li><span class=\"facet disabled\">{value} \
                      <span class=\"count\">{count}</span></span></li>"
                 ));
             } else {
@@ -210,7 +227,7 @@ fn render(answer: &periscope_service::FacetsAnswer) -> String {
                 };
                 out.push_str(&format!(
                     "<li><a class=\"facet\" href=\"{}\" aria-label=\"Add {clause} ({count})\">\
-                     <span class=\"value\">{value}</span> <span class=\"count\">{count}</span>\
+                     {value} <span class=\"count\">{count}</span>\
                      </a></li>",
                     escape(&href)
                 ));
@@ -246,6 +263,62 @@ mod tests {
             query,
             facets: Facets { groups },
         })
+    }
+
+    #[test]
+    fn country_values_are_named_and_counts_agree_in_number() {
+        let query = periscope_query::parse("port:443")
+            .ok()
+            .and_then(|q| q.as_filter().cloned())
+            .expect("a filter query");
+        let clause = |text: &str| {
+            periscope_query::parse(text)
+                .ok()
+                .and_then(|q| q.as_filter().map(|f| f.clauses()[0].clone()))
+                .expect("a clause")
+        };
+        let item = |value: &str, field: &str, n: u64| periscope_index::FacetValue {
+            value: value.into(),
+            clause: clause(&format!("{field}:{value}")),
+            selected: false,
+            unique_hosts: periscope_index::Count {
+                value: n,
+                relation: Relation::Exact,
+            },
+        };
+        let groups = FacetField::ALL
+            .into_iter()
+            .map(|field| FacetGroup {
+                field,
+                status: FacetStatus::Available,
+                items: match field {
+                    FacetField::Country => {
+                        vec![item("DE", "country", 19_349), item("AU", "country", 1)]
+                    }
+                    FacetField::Port => vec![item("22", "port", 2)],
+                    _ => Vec::new(),
+                },
+            })
+            .collect();
+        let html = render(&FacetsAnswer {
+            query,
+            facets: Facets { groups },
+        });
+        assert!(
+            html.contains(
+                "<span class=\"value\">DE</span> <span class=\"country-name\">Germany</span> \
+                 <span class=\"count\">19,349 hosts</span>"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("<span class=\"country-name\">Australia</span>"),
+            "{html}"
+        );
+        assert!(html.contains(">1 host</span>"), "{html}");
+        // Only countries are named: port 22 is no country code, nor is a value elsewhere.
+        assert_eq!(html.matches("country-name").count(), 2, "{html}");
+        assert!(html.contains(">2 hosts</span>"), "{html}");
     }
 
     #[test]

@@ -23,6 +23,7 @@ use periscope_state::Channel;
 use crate::Web;
 use crate::html::escape;
 use crate::session::{Signed, request_id};
+use crate::words::{count, grouped};
 use cache::CachedPage;
 use filters::{FilterInput, add_filter, chips};
 use host::{DETAIL_SERVICES, host_view, matched_evidence, network, row_place, service_label};
@@ -210,8 +211,9 @@ pub(crate) fn error_wording(e: &ServiceError) -> (StatusCode, Vec<(&'static str,
             StatusCode::TOO_MANY_REQUESTS,
             "Search limit reached",
             vec![format!(
-                "You have used {} of your {} searches today. Searching resumes at midnight UTC.",
-                usage.used, usage.limit
+                "You have used {} of your {} today. Searching resumes at midnight UTC.",
+                grouped(u64::from(usage.used)),
+                count(u64::from(usage.limit), "search", "searches")
             )],
         ),
         E::UserConcurrency => (
@@ -288,14 +290,14 @@ fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) ->
             &["Nothing current matches this search.".into()],
         );
     }
+    let range = page_range(page, hosts.len(), next.is_none());
     let mut out = format!(
         "<section class=\"results\" aria-label=\"Hosts\" data-page-url=\"{}\">\
-         <p class=\"note\">Page {page}: {} hosts. Select a host to see all its services.</p>\
+         <p class=\"note\">{range}. Select a host to see all its services.</p>\
          <table class=\"hosts\"><thead><tr><th scope=\"col\">Host</th>\
          <th scope=\"col\">Network</th><th scope=\"col\">Location</th>\
          <th scope=\"col\">Services</th><th scope=\"col\">Matched evidence</th></tr></thead><tbody>",
         escape(&page_href(text, None, page)),
-        hosts.len()
     );
     for r in hosts {
         let h = &r.host;
@@ -331,7 +333,9 @@ fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) ->
             loc = row_place(h),
         ));
     }
-    out.push_str("</tbody></table><nav class=\"pages\" aria-label=\"Result pages\">");
+    out.push_str(&format!(
+        "</tbody></table><nav class=\"pages\" aria-label=\"Result pages\">{range} "
+    ));
     if page > 1 {
         out.push_str(&format!(
             "<a class=\"button secondary\" rel=\"prev\" href=\"{}\">Previous page</a> ",
@@ -346,6 +350,32 @@ fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) ->
     }
     out.push_str("</nav></section>");
     out
+}
+
+/// Where the page is among the hosts: "Hosts 26–50" ("Host 51" alone), with the total when it is known — "of
+/// 37" on the last page (the pages before it held [`PAGE_HOSTS`] each). Otherwise the total
+/// comes from the count, which the script adds ("of 19,349", or "of about 19,349" for an
+/// estimate) from the data attributes when `/app/count` answers.
+fn page_range(page: u32, shown: usize, last_page: bool) -> String {
+    let first = u64::from(page.saturating_sub(1)) * u64::from(PAGE_HOSTS) + 1;
+    let last = first + (shown as u64).saturating_sub(1);
+    let (attribute, total) = if last_page {
+        (
+            format!(" data-total=\"{last}\""),
+            format!(" of {}", grouped(last)),
+        )
+    } else {
+        (String::new(), String::new())
+    };
+    let hosts = if first == last {
+        format!("Host {}", grouped(first))
+    } else {
+        format!("Hosts {}–{}", grouped(first), grouped(last))
+    };
+    format!(
+        "<span class=\"page-range\" data-first=\"{first}\" data-last=\"{last}\"{attribute}>\
+         {hosts}{total}</span>"
+    )
 }
 
 /// "This result page has expired", with a link that runs the search again.
@@ -408,7 +438,7 @@ pub(crate) async fn search_section(
         out.push_str(&views(&text, view));
     }
     if view == View::Globe {
-        out.push_str(&crate::routes::globe::section(&text));
+        out.push_str(&crate::routes::globe::section(&text, &query));
         return (StatusCode::OK, out);
     }
     // The active filters, Add filter and the total.
@@ -633,6 +663,19 @@ mod tests {
             );
             assert!(note.contains("Stored domain scans are searched"), "{note}");
         }
+    }
+
+    #[test]
+    fn pages_say_where_they_are() {
+        let range = |page, shown, last| page_range(page, shown, last);
+        assert!(range(1, 25, false).contains(">Hosts 1–25</span>"));
+        assert!(range(2, 25, false).contains("data-first=\"26\" data-last=\"50\">"));
+        let last = range(3, 12, true);
+        assert!(last.contains("data-total=\"62\""), "{last}");
+        assert!(last.contains(">Hosts 51–62 of 62</span>"), "{last}");
+        assert!(range(1, 1, true).contains(">Host 1 of 1</span>"));
+        let far = range(41, 25, false);
+        assert!(far.contains(">Hosts 1,001–1,025</span>"), "{far}");
     }
 
     #[test]
