@@ -1,7 +1,7 @@
 //! How the browser application words numbers, counts and countries, the same way on every
 //! page and in every script: counts grouped by thousands with commas ("19,349"), a noun in the
 //! singular for one and the plural otherwise ("1 host", "2 hosts"), and a country's English
-//! name beside its ISO-2 code ("Germany (DE)"). `assets/globe.js` and `assets/search.js` use
+//! name beside its ISO-2 code ("DE Germany"). `assets/globe.js` and `assets/search.js` use
 //! the same rules (`Intl.NumberFormat('en')`, `Intl.DisplayNames`); the names here are the
 //! ones CLDR gives in English, as a browser's `Intl.DisplayNames` does.
 
