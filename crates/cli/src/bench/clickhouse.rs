@@ -819,7 +819,13 @@ mod tests {
         assert_eq!(run.results[0].ratio(), Some(1.5));
         assert_eq!(run.results[1].ratio(), None);
         let mut table = Vec::new();
-        write_table(&mut table, &["count", "facets"], &[Times::default(); 2], &run).unwrap();
+        write_table(
+            &mut table,
+            &["count", "facets"],
+            &[Times::default(); 2],
+            &run,
+        )
+        .unwrap();
         let table = String::from_utf8(table).unwrap();
         let row = |name: &str| {
             table

@@ -70,6 +70,14 @@ const BROAD: [&str; 6] = [
     "protocol:http",
     "protocol:ssh",
 ];
+/// Three service-level clauses (one service must satisfy all three): the counts and facets of
+/// `count-three-service` and `facets-three-service` cycle through them.
+const THREE_SERVICE: [&str; 4] = [
+    "port:443 protocol:https cvss:7.0-10.0",
+    "port:80 protocol:http cvss:7.0-10.0",
+    "port:22 protocol:ssh cvss:4.0-10.0",
+    "port:443 protocol:https exploit:yes",
+];
 /// Candidates for the facet and exposure queries; those matching about a third of the hosts
 /// are used ([`third_of_hosts`]).
 const BROAD_CANDIDATES: [&str; 12] = [
@@ -872,6 +880,24 @@ fn plan(
             call: Call::Count(q),
         });
     }
+    let mut three_counts = Vec::new();
+    let mut three_facets = Vec::new();
+    for text in THREE_SERVICE {
+        let q = query(text)?;
+        let matched = matching(index, &q, now)?;
+        if let Some(filter) = q.as_filter() {
+            three_facets.push(Case {
+                matched,
+                text: q.to_string(),
+                call: Call::Facets(filter.clone()),
+            });
+        }
+        three_counts.push(Case {
+            matched,
+            text: q.to_string(),
+            call: Call::Count(q),
+        });
+    }
     let (thirds, fraction) = third_of_hosts(index, now)?;
     let facets = thirds
         .iter()
@@ -934,7 +960,9 @@ fn plan(
         op("organization", None, false, searches(index, orgs, now)?),
         op("product", None, false, searches(index, products, now)?),
         op("count", ms(10.0), false, counts),
+        op("count-three-service", None, false, three_counts),
         op("facets", ms(150.0), true, facets),
+        op("facets-three-service", None, true, three_facets),
         op(
             "exposure-global",
             ms(150.0),

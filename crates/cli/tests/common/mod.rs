@@ -83,7 +83,7 @@ pub fn failed(out: &Output) -> String {
 }
 
 /// Every operation of the `bench index` report, in order.
-pub const OPERATIONS: [&str; 15] = [
+pub const OPERATIONS: [&str; 17] = [
     "exact-ipv4",
     "exact-ipv6",
     "cidr-24",
@@ -94,7 +94,9 @@ pub const OPERATIONS: [&str; 15] = [
     "organization",
     "product",
     "count",
+    "count-three-service",
     "facets",
+    "facets-three-service",
     "exposure-global",
     "exposure-regional",
     "exposure-local",
