@@ -300,7 +300,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     let destination = match &config.index.url {
         Some(_) => {
             let (location, index) = crate::clickhouse::connect(&config)?;
-            Destination::ClickHouse(location, index)
+            Destination::ClickHouse(location, Box::new(index))
         }
         None => Destination::Store(&config.data),
     };
@@ -364,8 +364,9 @@ pub(crate) fn ingest_with(
 pub(crate) enum Destination<'a> {
     /// The embedded store in this data directory.
     Store(&'a Path),
-    /// A ClickHouse index (its schema checked by [`crate::clickhouse::connect`]).
-    ClickHouse(Location, ClickHouseIndex),
+    /// A ClickHouse index (its schema checked by [`crate::clickhouse::connect`]), boxed: the
+    /// engine is far larger than a path.
+    ClickHouse(Location, Box<ClickHouseIndex>),
 }
 
 /// [`ingest_with`] into `destination`.
@@ -408,7 +409,7 @@ pub(crate) fn ingest_to(
     let data = match destination {
         Destination::Store(data) => data,
         Destination::ClickHouse(location, index) => {
-            let target = Target::ClickHouse(location.clone(), index);
+            let target = Target::ClickHouse(location.clone(), *index);
             return run_pipeline(
                 target,
                 Where::ClickHouse(location),

@@ -283,7 +283,7 @@ pub(super) fn load(
 ) -> Result<Load> {
     let ingest = |path: &Path| {
         ingest_to(
-            Destination::ClickHouse(server.location.clone(), server.engine.clone()),
+            Destination::ClickHouse(server.location.clone(), Box::new(server.engine.clone())),
             &[path.to_path_buf()],
             DEFAULT_BATCH,
             false,
