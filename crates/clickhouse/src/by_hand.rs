@@ -488,14 +488,17 @@ impl ByHand {
             }
             _ => return Err(malformed("exposure totals")),
         }
+        // Positions and countries in one grouping (it can spill to disk), the matching hosts
+        // joined to it: the join holds only them.
         let rows = self.client.rows(&format!(
             "SELECT tile, country, count(), sum(n), sum(lat), sum(lon) FROM ( \
-               SELECT addr, n, tile, lat, lon FROM ({per_host}) \
-               ANY INNER JOIN (SELECT addr, argMax(tiles, {NEWEST})[{index}] AS tile, \
-                 argMax(lat, {NEWEST}) AS lat, argMax(lon, {NEWEST}) AS lon \
-                 FROM {db}.facts WHERE fact = {FACT_POSITION} GROUP BY addr) USING addr) \
-             ANY LEFT JOIN (SELECT addr, argMax(country, {NEWEST}) AS country FROM {db}.facts \
-               WHERE fact = {FACT_LOCATION} GROUP BY addr) USING addr \
+               SELECT addr, argMaxIf(tiles, {NEWEST}, fact = {FACT_POSITION})[{index}] AS tile, \
+                 argMaxIf(lat, {NEWEST}, fact = {FACT_POSITION}) AS lat, \
+                 argMaxIf(lon, {NEWEST}, fact = {FACT_POSITION}) AS lon, \
+                 argMaxIf(country, {NEWEST}, fact = {FACT_LOCATION}) AS country \
+               FROM {db}.facts WHERE fact IN ({FACT_POSITION}, {FACT_LOCATION}) \
+               GROUP BY addr HAVING countIf(fact = {FACT_POSITION}) > 0) \
+             ANY INNER JOIN ({per_host}) USING addr \
              GROUP BY tile, country FORMAT TabSeparated"
         ))?;
         // Micro-degree sums per tile, divided once every country's rows are in.

@@ -1365,7 +1365,7 @@ fn write_setup(out: &mut impl Write, s: &Setup<'_>) -> io::Result<()> {
 fn write_table(out: &mut impl Write, results: &[OpResult]) -> io::Result<()> {
     writeln!(
         out,
-        "{:<18} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>4}  example",
+        "{:<20} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>4}  example",
         "operation",
         "values",
         "runs",
@@ -1385,7 +1385,7 @@ fn write_table(out: &mut impl Write, results: &[OpResult]) -> io::Result<()> {
         };
         writeln!(
             out,
-            "{:<18} {:>6} {:>6} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>9} {:>4}  {}",
+            "{:<20} {:>6} {:>6} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>10} {:>9} {:>4}  {}",
             r.name,
             r.values,
             r.runs,
