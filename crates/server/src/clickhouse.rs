@@ -54,8 +54,8 @@ pub fn connect(
 /// A client of the node `location` names, as `[index]` says: each statement bounded by
 /// `timeout`, an `https` endpoint trusting the platform's roots plus `ca_file`, the URL's user
 /// with the password from `PERISCOPE_INDEX_PASSWORD` or `password_file`, each statement's
-/// memory bounded by `memory_limit_mb`. The one place a
-/// ClickHouse client is built from the configuration (`serve`, `ingest`, `clickhouse init`).
+/// memory bounded by `memory_limit_mb`. The one place a ClickHouse client is built from the
+/// configuration (`serve`, `ingest`, `clickhouse init`).
 pub fn client_with_timeout(
     location: &Location,
     settings: &IndexSettings,
