@@ -7,7 +7,9 @@
 //! same rule). Service-level clauses must hold for one and the same current service (a
 //! `HAVING` on one group); port and protocol are group keys, so they filter rows before
 //! grouping. Host-level clauses and ASN queries test the current host facts (`facts` grouped
-//! by address) through `addr IN (…)`.
+//! by address) through `addr IN (…)`; an organisation phrase is tested as a row filter on
+//! each shard against that shard's own tables (its current enrichment and current
+//! certificates), which is exact because all of a host's rows are on one shard.
 //!
 //! Two shortcuts, both exact (docs/benchmarks.md, "ClickHouse"): without a condition on a
 //! current value, the matching hosts are one `GROUP BY addr` of the rows passing the row
@@ -406,33 +408,26 @@ impl Statement<'_> {
                 let names = |column: &str| {
                     format!("arrayExists(x -> position(x, {pattern}) > 0, {column})")
                 };
-                // Pre-filtered as in `parts`: only the hosts with an enrichment row, and the
-                // services with a row inside the retention window, naming the phrase are
-                // aggregated (a current value is one of those rows'), and only those hosts'
-                // service rows are read.
+                // Exact, and tested on each shard against its own tables (all of a host's rows
+                // are on one shard, so its current values there are its current values): the
+                // hosts whose current enrichment names the phrase, or one of whose current
+                // services does in its certificate. Each is pre-filtered as in `parts`: only
+                // the hosts and services with a row naming the phrase are aggregated.
                 let cutoff = self.cutoff;
                 rows.push(format!(
                     "(addr IN (SELECT addr FROM {db}.facts_local WHERE fact = {FACT_ENRICHMENT} \
-                     AND {raw_orgs}) OR addr IN (SELECT addr FROM {db}.services_local \
-                     WHERE observed_at >= {cutoff} AND {raw_cert_orgs}))",
-                    raw_orgs = names("orgs"),
-                    raw_cert_orgs = names("cert_orgs"),
-                ));
-                host.push(format!(
-                    "(addr IN (SELECT addr FROM {db}.facts WHERE fact = {FACT_ENRICHMENT} \
                      AND addr IN (SELECT addr FROM {db}.facts_local \
                      WHERE fact = {FACT_ENRICHMENT} AND {raw_orgs}) \
                      GROUP BY addr HAVING {current_orgs}) \
-                     OR addr IN (SELECT addr FROM (SELECT addr, \
-                     argMax(cert_orgs, {NEWEST}) AS c_orgs FROM {db}.services \
+                     OR addr IN (SELECT addr FROM {db}.services_local \
                      WHERE observed_at >= {cutoff} AND (addr, port, protocol) IN \
                      (SELECT addr, port, protocol FROM {db}.services_local \
                      WHERE observed_at >= {cutoff} AND {raw_cert_orgs}) \
-                     GROUP BY addr, port, protocol) WHERE {current_cert_orgs}))",
+                     GROUP BY addr, port, protocol HAVING {current_cert_orgs}))",
                     raw_orgs = names("orgs"),
                     current_orgs = names(&format!("argMax(orgs, {NEWEST})")),
                     raw_cert_orgs = names("cert_orgs"),
-                    current_cert_orgs = names("c_orgs"),
+                    current_cert_orgs = names(&format!("argMax(cert_orgs, {NEWEST})")),
                 ));
             }
         }
