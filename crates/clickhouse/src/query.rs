@@ -13,9 +13,11 @@
 //!
 //! Two shortcuts, both exact (docs/benchmarks.md, "ClickHouse"): without a condition on a
 //! current value, the matching hosts are one `GROUP BY addr` of the rows passing the row
-//! filters (no per-service aggregation); and conditions on current values are preceded by
-//! cheap pre-filters on raw rows (a service or host can match only if one of its rows
-//! does), so the `argMax` aggregation reads only the candidates (see `Statement::parts`).
+//! filters (no per-service aggregation); and conditions on current values that name a value
+//! (a product word, CPE, CVE, certificate name, country, organisation) are preceded by cheap
+//! pre-filters on raw rows (a service or host can match only if one of its rows does), so the
+//! `argMax` aggregation reads only the candidates (see `Statement::parts`). A CVSS range or
+//! an exploit flag alone gets none: most rows would pass it.
 
 use std::net::IpAddr;
 
@@ -57,19 +59,31 @@ pub const SERVICE_COLUMNS: [&str; 8] = [
 
 /// A condition on a service's current values (`current`, on the `c_…` columns after
 /// aggregating) and the same condition on one raw row (`raw`): a necessary condition, since the
-/// current values are one row's.
+/// current values are one row's. `names_a_value` when it asks for one value among many (a
+/// product word, CPE, CVE, certificate name), so few rows pass `raw`; a CVSS range or an
+/// exploit flag passes a large share of the rows.
 struct Condition {
     current: String,
     raw: String,
+    names_a_value: bool,
 }
 
 impl Condition {
     /// The condition written by `write` over the current columns and over the raw ones
-    /// (`write` gets the column name mapper).
+    /// (`write` gets the column name mapper), naming one value.
     fn on(write: impl Fn(&dyn Fn(&str) -> String) -> String) -> Self {
         Self {
             current: write(&|column| format!("c_{column}")),
             raw: write(&|column| column.to_owned()),
+            names_a_value: true,
+        }
+    }
+
+    /// [`Self::on`] for a condition that many rows pass (a range, a flag).
+    fn broad(write: impl Fn(&dyn Fn(&str) -> String) -> String) -> Self {
+        Self {
+            names_a_value: false,
+            ..Self::on(write)
         }
     }
 }
@@ -212,7 +226,8 @@ impl Statement<'_> {
     /// rows does. The conditions on current values are still tested after aggregating, so
     /// the answer is exact; the pre-filters only spare aggregating services and hosts that
     /// cannot match. (All a host's rows are on one shard, so the shard's local table holds
-    /// every row the test needs.)
+    /// every row the test needs.) The service pre-filter is taken only when a condition names
+    /// a value (see [`Condition`]).
     fn parts(&self, clauses: &[Clause], target: &Target<'_>, after: Option<u128>) -> Parts {
         let db = self.db;
         let mut rows = vec![format!("observed_at >= {}", self.cutoff)];
@@ -261,7 +276,10 @@ impl Statement<'_> {
             })
             .copied()
             .collect();
-        if !having.is_empty() {
+        // Worth its set only when a condition names a value: behind a range or a flag alone,
+        // most services pass the raw test, and the set costs more than the aggregation it
+        // spares (docs/benchmarks.md, "Three service clauses over ClickHouse").
+        if having.iter().any(|h| h.names_a_value) {
             let raw: Vec<&str> = having.iter().map(|h| h.raw.as_str()).collect();
             rows.push(format!(
                 "(addr, port, protocol) IN (SELECT addr, port, protocol FROM {db}.services_local \
@@ -377,14 +395,14 @@ impl Statement<'_> {
             }
             Clause::Cvss(range) => {
                 let (min, max) = (range.min().tenths(), range.max().tenths());
-                having.push(Condition::on(|c| {
+                having.push(Condition::broad(|c| {
                     let v = c("max_cvss");
                     format!("{v} >= {min} AND {v} <= {max}")
                 }))
             }
             Clause::Exploit(flag) => {
                 let flag = u8::from(*flag);
-                having.push(Condition::on(|c| format!("{} = {flag}", c("exploit"))))
+                having.push(Condition::broad(|c| format!("{} = {flag}", c("exploit"))))
             }
             Clause::Country(cc) => {
                 let cc = sql::string(&cc.to_string());
