@@ -167,6 +167,10 @@ pub(crate) struct IndexArgs {
     /// Timed runs of facets and exposure on ClickHouse, engine and hand-written SQL each.
     #[arg(long, value_name = "R", default_value_t = 3)]
     clickhouse_heavy_runs: u32,
+    /// Measure only these operations (names as in the report, comma-separated), to
+    /// re-measure a few on a large dataset [default: every operation].
+    #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
+    operations: Vec<String>,
 }
 
 /// What a dataset was built from; `DIR/dataset.txt`.
@@ -464,6 +468,7 @@ pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
     let samples = live.with_store(|store| sample_hosts(store, SAMPLED_HOSTS))?;
     let sampling_seconds = sampling.elapsed().as_secs_f64();
     let (ops, third) = plan(&index, &samples, dataset.as_of, args)?;
+    let ops = chosen(ops, &args.operations)?;
     eprintln!(
         "bench index: measuring {} operations on {} hosts…",
         ops.len(),
@@ -984,6 +989,28 @@ fn plan(
         op("host-detail", ms(1.0), false, details),
     ];
     Ok((ops, fraction))
+}
+
+/// The operations of `ops` named in `names` (all of them when none is), in the report's order;
+/// a name that is no operation is an error listing the names there are.
+fn chosen(ops: Vec<Op>, names: &[String]) -> Result<Vec<Op>> {
+    if names.is_empty() {
+        return Ok(ops);
+    }
+    if let Some(unknown) = names
+        .iter()
+        .find(|n| !ops.iter().any(|op| op.name == n.as_str()))
+    {
+        let known: Vec<&str> = ops.iter().map(|op| op.name).collect();
+        bail!(
+            "--operations: no operation is named {unknown:?}; the operations are {}",
+            known.join(", ")
+        );
+    }
+    Ok(ops
+        .into_iter()
+        .filter(|op| names.iter().any(|n| n == op.name))
+        .collect())
 }
 
 /// Makes one call; true when a search was declined as too broad.
@@ -1522,5 +1549,28 @@ mod tests {
         assert!(!Target::P50Ms(1.0).met(1.5));
         assert!(Target::ObsPerSecond(200_000.0).met(250_000.0));
         assert_eq!(MEMORY_TARGET.text(), "≤ 4 GiB");
+    }
+
+    #[test]
+    fn operations_are_chosen_by_name_in_report_order() {
+        let ops = || {
+            ["count", "facets", "host-detail"].map(|name| Op {
+                name,
+                target: None,
+                runs: 1,
+                heavy: false,
+                cases: Vec::new(),
+            })
+        };
+        let names = |ops: Vec<Op>| ops.iter().map(|op| op.name).collect::<Vec<_>>();
+        let all = chosen(ops().into(), &[]).unwrap();
+        assert_eq!(names(all), ["count", "facets", "host-detail"]);
+        let two = chosen(ops().into(), &["host-detail".into(), "count".into()]).unwrap();
+        assert_eq!(names(two), ["count", "host-detail"]);
+        let error = chosen(ops().into(), &["cont".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("\"cont\""), "{error}");
+        assert!(error.contains("count, facets, host-detail"), "{error}");
     }
 }
