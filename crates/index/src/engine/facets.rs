@@ -13,6 +13,10 @@
 //!   clauses' hosts, and a value is a candidate when its hosts meet the query's matches;
 //!   values are tried in the group's order (count descending, value ascending), so only
 //!   about as many as the group shows are tested;
+//! - when the group's field is port, protocol, CVSS or exploit and every clause is
+//!   service-level, with one of the others on port or protocol: from bitmaps, value by
+//!   value, with the other clauses' repeats bounding the hosts owning two services
+//!   ([`by_value`]);
 //! - otherwise (and for products), one walk as above over the other clauses' services,
 //!   noting which hosts match the whole query (their values are the candidates).
 //!
@@ -85,6 +89,9 @@ fn own_group(
         .collect();
     if !others.iter().any(|c| c.is_service_level()) && field != FacetField::Product {
         return from_host_postings(parts, query, field, &others, matching);
+    }
+    if let Some(counted) = by_value(parts, field, &others, own) {
+        return group_of(query, field, &counted.clauses, |v| counted.count(v));
     }
     let mut tallies = tally(parts, &others, Some(own), &[field]);
     let counted = tallies.remove(&field).unwrap_or_default();
@@ -193,6 +200,172 @@ fn from_host_postings(
     })
 }
 
+/// The group of a service-level field (port, protocol, CVSS band, exploit) whose query
+/// clause and other clauses are all service-level, counted from bitmaps rather than host by
+/// host: over each layer, `O` = the services satisfying the other clauses (less the
+/// shadow's), `M` = those of `O` also satisfying the field's own clause (the hosts owning
+/// one match the query) and `T` = those of `O` among the other clauses' repeats — a
+/// superset of the services of `O` preceded in their host by another one, so every host
+/// with two services in `O` owns one in `T`, and `T` is small (else `None`: the caller
+/// walks; so too when no other clause is on port or protocol, which keep repeats).
+/// - A value's count is the number of hosts owning a service of `O` holding it: the
+///   services of `O` holding it, less those of `T` preceded in their host by a service of
+///   `O` holding it too. For a field of a few values (band, exploit) it is a bitmap
+///   intersection per value; for port and protocol, one pass over `O` by column.
+/// - A value is a candidate when a matching host owns a service of `O` holding it: a
+///   service of `M` holds it, or a host with a service in `T` (read one by one) owns one
+///   in `M` and one holding it in `O`.
+fn by_value(
+    parts: &[Part<'_>],
+    field: FacetField,
+    others: &[&Clause],
+    own: &Clause,
+) -> Option<Counted> {
+    if !own.is_service_level() || others.iter().any(|c| c.is_host_level()) {
+        return None;
+    }
+    let mut candidates: BTreeSet<Value> = BTreeSet::new();
+    let mut counts: BTreeMap<Value, u64> = BTreeMap::new();
+    for part in parts {
+        let index = part.index;
+        let values = field_values(index, field)?;
+        let repeats = index.repeats(others.iter().copied())?;
+        let mut services = index.service_set(others.iter().copied())?.into_owned();
+        match (part.shadow, part.shadow_services) {
+            (None, _) => {}
+            (Some(_), Some(hidden)) => services -= hidden,
+            (Some(_), None) => return None,
+        }
+        let twice = &services & &repeats;
+        if twice.len() > services.len() / 8 {
+            return None;
+        }
+        let matching = &services & index.services.posting(own).as_ref();
+        // The services of `T` preceded in their host by one of `O` with the same value.
+        let mut repeated: Vec<u32> = Vec::new();
+        for s in &twice {
+            let Some(h) = index.service_host.get(s as usize) else {
+                continue;
+            };
+            let range = index.service_range(*h);
+            let value = value_of(index, field, s);
+            if value.is_some()
+                && (range.start..s)
+                    .any(|t| services.contains(t) && value_of(index, field, t) == value)
+            {
+                repeated.push(s);
+            }
+            if range.clone().any(|t| matching.contains(t)) {
+                let held = range.filter(|t| services.contains(*t));
+                candidates.extend(held.filter_map(|t| value_of(index, field, t)));
+            }
+        }
+        if values.len() <= 8 {
+            for value in values {
+                let Some(clause) = value.clause() else {
+                    continue;
+                };
+                let posting = index.services.posting(&clause);
+                let held = services.intersection_len(&posting);
+                if held == 0 {
+                    continue;
+                }
+                if !matching.is_disjoint(&posting) {
+                    candidates.insert(value.clone());
+                }
+                let again = repeated.iter().filter(|s| posting.contains(**s)).count();
+                *counts.entry(value).or_default() += held - again as u64;
+            }
+            continue;
+        }
+        let mut raw = vec![
+            0u64;
+            if field == FacetField::Port {
+                1 << 16
+            } else {
+                256
+            }
+        ];
+        let mut seen = vec![false; raw.len()];
+        let column = |s: u32| -> Option<usize> {
+            let s = s as usize;
+            let columns = &index.services.columns;
+            match field {
+                FacetField::Port => columns.port.get(s).map(|p| usize::from(p.get())),
+                _ => columns.protocol.get(s).map(|t| t.index()),
+            }
+        };
+        let mut matches = matching.iter().peekable();
+        for s in &services {
+            let Some(i) = column(s) else { continue };
+            if let Some(n) = raw.get_mut(i) {
+                *n += 1;
+            }
+            if matches.next_if_eq(&s).is_some()
+                && let Some(c) = seen.get_mut(i)
+            {
+                *c = true;
+            }
+        }
+        for s in repeated {
+            if let Some(n) = column(s).and_then(|i| raw.get_mut(i)) {
+                *n -= 1;
+            }
+        }
+        for value in values {
+            let Some(i) = raw_index(&value) else { continue };
+            let n = raw.get(i).copied().unwrap_or(0);
+            if n == 0 {
+                continue;
+            }
+            if seen.get(i).copied().unwrap_or(false) {
+                candidates.insert(value.clone());
+            }
+            *counts.entry(value).or_default() += n;
+        }
+    }
+    Some(Counted {
+        clauses: clauses_of(candidates),
+        counts,
+    })
+}
+
+/// The values of a field [`by_value`] counts that services of `index` hold; `None` for
+/// the other fields.
+fn field_values(index: &EmbeddedIndex, field: FacetField) -> Option<Vec<Value>> {
+    let services = &index.services;
+    Some(match field {
+        FacetField::Port => services.ports().into_iter().map(Value::Port).collect(),
+        FacetField::Protocol => services.protocols().map(Value::Protocol).collect(),
+        FacetField::Cvss => (0..crate::reference::facets::BANDS.len())
+            .map(Value::Cvss)
+            .collect(),
+        FacetField::Exploit => vec![Value::Exploit(false), Value::Exploit(true)],
+        FacetField::Product | FacetField::Country => return None,
+    })
+}
+
+/// The value of `field` service `s` holds, for the fields of [`field_values`].
+fn value_of(index: &EmbeddedIndex, field: FacetField, s: u32) -> Option<Value> {
+    let columns = &index.services.columns;
+    let s = s as usize;
+    match field {
+        FacetField::Port => columns.port.get(s).copied().map(Value::Port),
+        FacetField::Protocol => columns.protocol.get(s).copied().map(Value::Protocol),
+        FacetField::Cvss => columns
+            .band
+            .get(s)
+            .filter(|b| **b != NONE_U8)
+            .map(|b| Value::Cvss(usize::from(*b))),
+        FacetField::Exploit => columns
+            .exploit
+            .get(s)
+            .filter(|e| **e != NONE_U8)
+            .map(|e| Value::Exploit(*e == 1)),
+        FacetField::Product | FacetField::Country => None,
+    }
+}
+
 /// At most this many values per group (the reference's cap; more candidates are never
 /// needed when candidates are tried in the group's order).
 const MAX_VALUES: usize = 5;
@@ -292,6 +465,14 @@ fn tally(
 /// Countries as a dense index (`AA` = 0 … `ZZ` = 675).
 const COUNTRIES: usize = 26 * 26;
 
+/// A host's country in [`EmbeddedIndex`]'s country column: its dense index, or
+/// `u16::MAX` for none.
+pub(super) fn country_id(cc: Option<CountryCode>) -> u16 {
+    cc.and_then(country_index)
+        .and_then(|i| u16::try_from(i).ok())
+        .unwrap_or(u16::MAX)
+}
+
 fn country_index(cc: CountryCode) -> Option<usize> {
     match cc.as_str().as_bytes() {
         [a, b] if a.is_ascii_uppercase() && b.is_ascii_uppercase() => {
@@ -377,19 +558,16 @@ fn tally_layer<'i>(
         hosts.as_ref(),
         part.shadow,
         |h, run| {
+            let country_of = index.countries.get(h as usize).copied();
             let matches = match (&own_services, own_country) {
                 (Some(p), _) => run.iter().any(|s| p.contains(*s)),
                 (None, Some(cc)) => index.places.get(h as usize).and_then(|(_, c)| *c) == Some(cc),
                 (None, None) => true,
             };
             if let Some(t) = &mut country
-                && let Some(i) = index
-                    .places
-                    .get(h as usize)
-                    .and_then(|(_, c)| *c)
-                    .and_then(country_index)
+                && let Some(i) = country_of.filter(|i| *i != u16::MAX)
             {
-                t.add(i as u32, matches);
+                t.add(u32::from(i), matches);
             }
             if let [s] = run {
                 // One service: its values are distinct already.
