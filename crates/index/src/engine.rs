@@ -463,7 +463,8 @@ impl EmbeddedIndex {
     fn hosts_owning(&self, services: &RoaringBitmap, repeats: Option<&RoaringBitmap>) -> u64 {
         if let Some(repeats) = repeats {
             let candidates = services & repeats;
-            if candidates.len() <= services.len() / 16 {
+            // Each candidate costs a few lookups, each service of a pass one step.
+            if candidates.len() <= services.len() / 16 + 64 {
                 let repeated = candidates
                     .iter()
                     .filter(|s| {

@@ -237,7 +237,7 @@ fn by_value(
             (Some(_), None) => return None,
         }
         let twice = &services & &repeats;
-        if twice.len() > services.len() / 8 {
+        if twice.len() > services.len() / 8 + 64 {
             return None;
         }
         let matching = &services & index.services.posting(own).as_ref();
