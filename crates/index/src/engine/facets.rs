@@ -13,10 +13,9 @@
 //!   clauses' hosts, and a value is a candidate when its hosts meet the query's matches;
 //!   values are tried in the group's order (count descending, value ascending), so only
 //!   about as many as the group shows are tested;
-//! - when the group's field is port, protocol, CVSS or exploit and every clause is
-//!   service-level, with one of the others on port or protocol: from bitmaps, value by
-//!   value, with the other clauses' repeats bounding the hosts owning two services
-//!   ([`by_value`]);
+//! - when the group's field is port, protocol, CVSS or exploit: from bitmaps value by value
+//!   (few values, the other clauses' repeats bounding the hosts owning two services), or
+//!   one lean pass over the other clauses' services by column ([`by_value`]);
 //! - otherwise (and for products), one walk as above over the other clauses' services,
 //!   noting which hosts match the whole query (their values are the candidates).
 //!
@@ -200,28 +199,29 @@ fn from_host_postings(
     })
 }
 
-/// The group of a service-level field (port, protocol, CVSS band, exploit) whose query
-/// clause and other clauses are all service-level, counted from bitmaps rather than host by
-/// host: over each layer, `O` = the services satisfying the other clauses (less the
-/// shadow's), `M` = those of `O` also satisfying the field's own clause (the hosts owning
-/// one match the query) and `T` = those of `O` among the other clauses' repeats — a
-/// superset of the services of `O` preceded in their host by another one, so every host
-/// with two services in `O` owns one in `T`, and `T` is small (else `None`: the caller
-/// walks; so too when no other clause is on port or protocol, which keep repeats).
-/// - A value's count is the number of hosts owning a service of `O` holding it: the
-///   services of `O` holding it, less those of `T` preceded in their host by a service of
-///   `O` holding it too. For a field of a few values (band, exploit) it is a bitmap
-///   intersection per value; for port and protocol, one pass over `O` by column.
-/// - A value is a candidate when a matching host owns a service of `O` holding it: a
-///   service of `M` holds it, or a host with a service in `T` (read one by one) owns one
-///   in `M` and one holding it in `O`.
+/// The group of a service-level field with a column (port, protocol, CVSS band, exploit)
+/// whose query clause is service-level too, counted without a walk over hosts: over each
+/// layer, `O` = the services satisfying the other clauses (less the shadow's), `M` = those
+/// of `O` also satisfying the field's own clause (the hosts owning one match the query). A
+/// value's count is the number of hosts (satisfying the other host-level clauses) owning a
+/// service of `O` holding it; it is a candidate when such a host owns one of `M` too.
+/// - Few values (band, exploit), no other host-level clause, and a bound on repeats (an
+///   other clause on port or protocol): `T` = the services of `O` among the other clauses'
+///   repeats — every host with two services in `O` owns one in `T`, and `T` is small. A
+///   count is `|O ∩ posting|` less the services of `T` preceded in their host by one of `O`
+///   holding the value too; a candidate is a value whose posting meets `M`, or a value a
+///   host with a service in `T` (read one by one) holds in `O` when it owns one of `M`.
+/// - Otherwise, one pass over `O` by column, host by host (the services of a host are
+///   consecutive), `M` read alongside: each host adds one to each of its distinct values.
+///
+/// `None` (the caller walks) for the other fields.
 fn by_value(
     parts: &[Part<'_>],
     field: FacetField,
     others: &[&Clause],
     own: &Clause,
 ) -> Option<Counted> {
-    if !own.is_service_level() || others.iter().any(|c| c.is_host_level()) {
+    if !own.is_service_level() {
         return None;
     }
     let mut candidates: BTreeSet<Value> = BTreeSet::new();
@@ -229,21 +229,68 @@ fn by_value(
     for part in parts {
         let index = part.index;
         let values = field_values(index, field)?;
-        let repeats = index.repeats(others.iter().copied())?;
         let mut services = index.service_set(others.iter().copied())?.into_owned();
         match (part.shadow, part.shadow_services) {
             (None, _) => {}
             (Some(_), Some(hidden)) => services -= hidden,
             (Some(_), None) => return None,
         }
-        let twice = &services & &repeats;
-        if twice.len() > services.len() / 8 + 64 {
-            return None;
-        }
+        let hosts = index.hosts_satisfying(others.iter().copied());
         let matching = &services & index.services.posting(own).as_ref();
+        if values.len() <= 8
+            && hosts.is_none()
+            && let Some(repeats) = index.repeats(others.iter().copied())
+        {
+            let twice = &services & &repeats;
+            if twice.len() <= services.len() / 8 + 64 {
+                let few = Few {
+                    index,
+                    field,
+                    services: &services,
+                    matching: &matching,
+                };
+                few.count(&twice, values, &mut candidates, &mut counts);
+                continue;
+            }
+        }
+        let pass = Pass {
+            index,
+            field,
+            services: &services,
+            matching: &matching,
+            hosts: hosts.as_ref(),
+        };
+        pass.count(values, &mut candidates, &mut counts);
+    }
+    Some(Counted {
+        clauses: clauses_of(candidates),
+        counts,
+    })
+}
+
+/// [`by_value`] for a field of few values, from bitmaps.
+struct Few<'a> {
+    index: &'a EmbeddedIndex,
+    field: FacetField,
+    /// `O`.
+    services: &'a RoaringBitmap,
+    /// `M`.
+    matching: &'a RoaringBitmap,
+}
+
+impl Few<'_> {
+    /// Adds this layer's candidates and counts; `twice` is `T`.
+    fn count(
+        &self,
+        twice: &RoaringBitmap,
+        values: Vec<Value>,
+        candidates: &mut BTreeSet<Value>,
+        counts: &mut BTreeMap<Value, u64>,
+    ) {
+        let (index, field, services) = (self.index, self.field, self.services);
         // The services of `T` preceded in their host by one of `O` with the same value.
         let mut repeated: Vec<u32> = Vec::new();
-        for s in &twice {
+        for s in twice {
             let Some(h) = index.service_host.get(s as usize) else {
                 continue;
             };
@@ -255,79 +302,114 @@ fn by_value(
             {
                 repeated.push(s);
             }
-            if range.clone().any(|t| matching.contains(t)) {
+            if range.clone().any(|t| self.matching.contains(t)) {
                 let held = range.filter(|t| services.contains(*t));
                 candidates.extend(held.filter_map(|t| value_of(index, field, t)));
             }
         }
-        if values.len() <= 8 {
-            for value in values {
-                let Some(clause) = value.clause() else {
-                    continue;
-                };
-                let posting = index.services.posting(&clause);
-                let held = services.intersection_len(&posting);
-                if held == 0 {
-                    continue;
-                }
-                if !matching.is_disjoint(&posting) {
-                    candidates.insert(value.clone());
-                }
-                let again = repeated.iter().filter(|s| posting.contains(**s)).count();
-                *counts.entry(value).or_default() += held - again as u64;
+        for value in values {
+            let Some(clause) = value.clause() else {
+                continue;
+            };
+            let posting = index.services.posting(&clause);
+            let held = services.intersection_len(&posting);
+            if held == 0 {
+                continue;
             }
-            continue;
+            if !self.matching.is_disjoint(&posting) {
+                candidates.insert(value.clone());
+            }
+            let again = repeated.iter().filter(|s| posting.contains(**s)).count();
+            *counts.entry(value).or_default() += held - again as u64;
         }
-        let mut raw = vec![
-            0u64;
-            if field == FacetField::Port {
-                1 << 16
-            } else {
-                256
-            }
-        ];
-        let mut seen = vec![false; raw.len()];
-        let column = |s: u32| -> Option<usize> {
-            let s = s as usize;
-            let columns = &index.services.columns;
-            match field {
-                FacetField::Port => columns.port.get(s).map(|p| usize::from(p.get())),
-                _ => columns.protocol.get(s).map(|t| t.index()),
-            }
+    }
+}
+
+/// [`by_value`] by one pass over `O`.
+struct Pass<'a> {
+    index: &'a EmbeddedIndex,
+    field: FacetField,
+    /// `O`.
+    services: &'a RoaringBitmap,
+    /// `M`.
+    matching: &'a RoaringBitmap,
+    /// The hosts satisfying the other host-level clauses, if any.
+    hosts: Option<&'a RoaringBitmap>,
+}
+
+impl Pass<'_> {
+    /// The raw value (index in the tally) of service `s`, if it has one.
+    fn raw(&self, s: u32) -> Option<usize> {
+        let columns = &self.index.services.columns;
+        let s = s as usize;
+        match self.field {
+            FacetField::Port => columns.port.get(s).map(|p| usize::from(p.get())),
+            FacetField::Protocol => columns.protocol.get(s).map(|t| t.index()),
+            FacetField::Cvss => columns
+                .band
+                .get(s)
+                .filter(|b| **b != NONE_U8)
+                .map(|b| usize::from(*b)),
+            FacetField::Exploit => columns
+                .exploit
+                .get(s)
+                .filter(|e| **e != NONE_U8)
+                .map(|e| usize::from(*e)),
+            FacetField::Product | FacetField::Country => None,
+        }
+    }
+
+    /// Adds this layer's candidates and counts.
+    fn count(
+        &self,
+        values: Vec<Value>,
+        candidates: &mut BTreeSet<Value>,
+        counts: &mut BTreeMap<Value, u64>,
+    ) {
+        let size = if self.field == FacetField::Port {
+            1 << 16
+        } else {
+            256
         };
-        let mut matches = matching.iter().peekable();
-        for s in &services {
-            let Some(i) = column(s) else { continue };
-            if let Some(n) = raw.get_mut(i) {
-                *n += 1;
+        let mut tally = Tally::new(size);
+        let mut matches = self.matching.iter().peekable();
+        // The current host: its distinct values, whether it matches, whether it counts.
+        let mut host = u32::MAX;
+        let mut held: Vec<u32> = Vec::with_capacity(8);
+        let mut matched = false;
+        let mut keep = false;
+        for s in self.services {
+            let Some(h) = self.index.service_host.get(s as usize).copied() else {
+                break;
+            };
+            if h != host {
+                held.iter().for_each(|v| tally.add(*v, matched));
+                held.clear();
+                matched = false;
+                host = h;
+                keep = self.hosts.is_none_or(|set| set.contains(h));
             }
-            if matches.next_if_eq(&s).is_some()
-                && let Some(c) = seen.get_mut(i)
+            matched |= matches.next_if_eq(&s).is_some();
+            if keep
+                && let Some(v) = self.raw(s).and_then(|v| u32::try_from(v).ok())
+                && !held.contains(&v)
             {
-                *c = true;
+                held.push(v);
             }
         }
-        for s in repeated {
-            if let Some(n) = column(s).and_then(|i| raw.get_mut(i)) {
-                *n -= 1;
-            }
-        }
+        held.iter().for_each(|v| tally.add(*v, matched));
         for value in values {
             let Some(i) = raw_index(&value) else { continue };
-            let n = raw.get(i).copied().unwrap_or(0);
+            let n = tally.counts.get(i).copied().unwrap_or(0);
             if n == 0 {
                 continue;
             }
-            if seen.get(i).copied().unwrap_or(false) {
+            if tally.candidate.get(i).copied().unwrap_or(false) {
                 candidates.insert(value.clone());
             }
             *counts.entry(value).or_default() += n;
         }
     }
-    Some(Counted {
-        clauses: clauses_of(candidates),
-        counts,
-    })
 }
 
 /// The values of a field [`by_value`] counts that services of `index` hold; `None` for
