@@ -53,11 +53,17 @@ pub(super) fn facets(parts: &[Part<'_>], query: &FilterQuery) -> Facets {
         .into_iter()
         .filter(|f| query.get(query_field(*f)).is_none())
         .collect();
+    // Per layer, the services satisfying every service-level clause less the shadow's,
+    // when the query names a service: the shared walk's and every group's `M`.
+    let mut full: Vec<Option<RoaringBitmap>> = parts
+        .iter()
+        .map(|part| unshadowed(part, part.index.service_set(clauses)?).map(Cow::into_owned))
+        .collect();
     let mut tallies = if shared.is_empty() {
         HashMap::new()
     } else {
         let all: Vec<&Clause> = clauses.iter().collect();
-        tally(parts, &all, None, &shared)
+        tally(parts, &all, None, &shared, &full)
     };
     let mut matching: Vec<Option<RoaringBitmap>> = vec![None; parts.len()];
     let groups = FacetField::ALL
@@ -67,7 +73,7 @@ pub(super) fn facets(parts: &[Part<'_>], query: &FilterQuery) -> Facets {
                 let counted = tallies.remove(&field).unwrap_or_default();
                 group_of(query, field, &counted.clauses, |v| counted.count(v))
             }
-            Some(own) => own_group(parts, query, field, own, &mut matching),
+            Some(own) => own_group(parts, query, field, own, &mut matching, &mut full),
         })
         .collect();
     Facets { groups }
@@ -80,6 +86,7 @@ fn own_group(
     field: FacetField,
     own: &Clause,
     matching: &mut [Option<RoaringBitmap>],
+    full: &mut [Option<RoaringBitmap>],
 ) -> FacetGroup {
     let others: Vec<&Clause> = query
         .clauses()
@@ -89,10 +96,10 @@ fn own_group(
     if !others.iter().any(|c| c.is_service_level()) && field != FacetField::Product {
         return from_host_postings(parts, query, field, &others, matching);
     }
-    if let Some(counted) = by_value(parts, field, &others, own) {
+    if let Some(counted) = by_value(parts, query, field, &others, own, full) {
         return group_of(query, field, &counted.clauses, |v| counted.count(v));
     }
-    let mut tallies = tally(parts, &others, Some(own), &[field]);
+    let mut tallies = tally(parts, &others, Some(own), &[field], &[]);
     let counted = tallies.remove(&field).unwrap_or_default();
     group_of(query, field, &counted.clauses, |v| counted.count(v))
 }
@@ -205,8 +212,8 @@ fn from_host_postings(
 /// of `O` also satisfying the field's own clause (the hosts owning one match the query). A
 /// value's count is the number of hosts (satisfying the other host-level clauses) owning a
 /// service of `O` holding it; it is a candidate when such a host owns one of `M` too.
-/// - Few values (band, exploit), no other host-level clause, and a bound on repeats (an
-///   other clause on port or protocol): `T` = the services of `O` among the other clauses'
+/// - Few values (band, exploit) or `O` dense (mostly in bitmap containers), no other
+///   host-level clause, and a bound on repeats (an other clause on port or protocol): `T` = the services of `O` among the other clauses'
 ///   repeats — every host with two services in `O` owns one in `T`, and `T` is small. A
 ///   count is `|O ∩ posting|` less the services of `T` preceded in their host by one of `O`
 ///   holding the value too; a candidate is a value whose posting meets `M`, or a value a
@@ -215,52 +222,60 @@ fn from_host_postings(
 ///   consecutive), `M` read alongside: each host adds one to each of its distinct values.
 ///
 /// `None` (the caller walks) for the other fields.
+///
+/// `full` keeps, per layer, `M` (the services satisfying every service-level clause of the
+/// query, less the shadow's: the same for every group).
 fn by_value(
     parts: &[Part<'_>],
+    query: &FilterQuery,
     field: FacetField,
     others: &[&Clause],
     own: &Clause,
+    full: &mut [Option<RoaringBitmap>],
 ) -> Option<Counted> {
     if !own.is_service_level() {
         return None;
     }
     let mut candidates: BTreeSet<Value> = BTreeSet::new();
     let mut counts: BTreeMap<Value, u64> = BTreeMap::new();
-    for part in parts {
+    for (part, full) in parts.iter().zip(full.iter_mut()) {
         let index = part.index;
         let values = field_values(index, field)?;
-        let mut services = index.service_set(others.iter().copied())?.into_owned();
-        match (part.shadow, part.shadow_services) {
-            (None, _) => {}
-            (Some(_), Some(hidden)) => services -= hidden,
-            (Some(_), None) => return None,
-        }
+        let services = unshadowed(part, index.service_set(others.iter().copied())?)?;
+        let services = services.as_ref();
         let hosts = index.hosts_satisfying(others.iter().copied());
-        let matching = &services & index.services.posting(own).as_ref();
-        if values.len() <= 8
-            && hosts.is_none()
-            && let Some(repeats) = index.repeats(others.iter().copied())
-        {
-            let twice = &services & &repeats;
-            if twice.len() <= services.len() / 8 + 64 {
-                let few = Few {
-                    index,
-                    field,
-                    services: &services,
-                    matching: &matching,
-                };
-                few.count(&twice, values, &mut candidates, &mut counts);
-                continue;
+        let matching = match full {
+            Some(m) => m,
+            None => {
+                let all = index.service_set(query.clauses())?;
+                full.insert(unshadowed(part, all)?.into_owned())
             }
-        }
-        let pass = Pass {
+        };
+        let matching: &RoaringBitmap = matching;
+        let by = By {
             index,
             field,
-            services: &services,
-            matching: &matching,
+            services,
+            matching,
             hosts: hosts.as_ref(),
         };
-        pass.count(values, &mut candidates, &mut counts);
+        // Intersections with bitmap containers go word by word, a pass reads memory per
+        // service: value by value for a few values, or when `O` is dense.
+        let stats = services.statistics();
+        let dense = stats.n_values_bitset_containers * 2 >= stats.cardinality;
+        let twice = match (&hosts, index.repeats(others.iter().copied())) {
+            (None, Some(repeats)) if values.len() <= 8 || dense => {
+                Some(services & &repeats).filter(|twice| twice.len() <= services.len() / 8 + 64)
+            }
+            _ => None,
+        };
+        match twice {
+            Some(twice) => {
+                let repeated = by.twice(&twice, &mut candidates);
+                by.per_value(&repeated, values, &mut candidates, &mut counts);
+            }
+            None => by.by_host(values, &mut candidates, &mut counts),
+        }
     }
     Some(Counted {
         clauses: clauses_of(candidates),
@@ -268,65 +283,21 @@ fn by_value(
     })
 }
 
-/// [`by_value`] for a field of few values, from bitmaps.
-struct Few<'a> {
-    index: &'a EmbeddedIndex,
-    field: FacetField,
-    /// `O`.
-    services: &'a RoaringBitmap,
-    /// `M`.
-    matching: &'a RoaringBitmap,
-}
-
-impl Few<'_> {
-    /// Adds this layer's candidates and counts; `twice` is `T`.
-    fn count(
-        &self,
-        twice: &RoaringBitmap,
-        values: Vec<Value>,
-        candidates: &mut BTreeSet<Value>,
-        counts: &mut BTreeMap<Value, u64>,
-    ) {
-        let (index, field, services) = (self.index, self.field, self.services);
-        // The services of `T` preceded in their host by one of `O` with the same value.
-        let mut repeated: Vec<u32> = Vec::new();
-        for s in twice {
-            let Some(h) = index.service_host.get(s as usize) else {
-                continue;
-            };
-            let range = index.service_range(*h);
-            let value = value_of(index, field, s);
-            if value.is_some()
-                && (range.start..s)
-                    .any(|t| services.contains(t) && value_of(index, field, t) == value)
-            {
-                repeated.push(s);
-            }
-            if range.clone().any(|t| self.matching.contains(t)) {
-                let held = range.filter(|t| services.contains(*t));
-                candidates.extend(held.filter_map(|t| value_of(index, field, t)));
-            }
-        }
-        for value in values {
-            let Some(clause) = value.clause() else {
-                continue;
-            };
-            let posting = index.services.posting(&clause);
-            let held = services.intersection_len(&posting);
-            if held == 0 {
-                continue;
-            }
-            if !self.matching.is_disjoint(&posting) {
-                candidates.insert(value.clone());
-            }
-            let again = repeated.iter().filter(|s| posting.contains(**s)).count();
-            *counts.entry(value).or_default() += held - again as u64;
-        }
+/// `services` less those of the layer's shadow; `None` when the layer has a shadow but not
+/// its services.
+fn unshadowed<'s>(
+    part: &Part<'_>,
+    services: Cow<'s, RoaringBitmap>,
+) -> Option<Cow<'s, RoaringBitmap>> {
+    match (part.shadow, part.shadow_services) {
+        (None, _) => Some(services),
+        (Some(_), Some(hidden)) => Some(Cow::Owned(services.as_ref() - hidden)),
+        (Some(_), None) => None,
     }
 }
 
-/// [`by_value`] by one pass over `O`.
-struct Pass<'a> {
+/// One layer's sets for [`by_value`].
+struct By<'a> {
     index: &'a EmbeddedIndex,
     field: FacetField,
     /// `O`.
@@ -337,8 +308,8 @@ struct Pass<'a> {
     hosts: Option<&'a RoaringBitmap>,
 }
 
-impl Pass<'_> {
-    /// The raw value (index in the tally) of service `s`, if it has one.
+impl By<'_> {
+    /// The raw value (index in a tally) of service `s`, if it has one.
     fn raw(&self, s: u32) -> Option<usize> {
         let columns = &self.index.services.columns;
         let s = s as usize;
@@ -359,19 +330,74 @@ impl Pass<'_> {
         }
     }
 
-    /// Adds this layer's candidates and counts.
-    fn count(
+    fn tally(&self) -> Tally {
+        Tally::new(if self.field == FacetField::Port {
+            1 << 16
+        } else {
+            256
+        })
+    }
+
+    /// The hosts owning a service of `T` (`twice`), read one by one: adds the values they
+    /// hold in `O` to the candidates when they own a service of `M`; returns the services of
+    /// `T` preceded in their host by one of `O` holding the same value.
+    fn twice(&self, twice: &RoaringBitmap, candidates: &mut BTreeSet<Value>) -> Vec<u32> {
+        let (index, field, services) = (self.index, self.field, self.services);
+        let mut repeated: Vec<u32> = Vec::new();
+        for s in twice {
+            let Some(h) = index.service_host.get(s as usize) else {
+                continue;
+            };
+            let range = index.service_range(*h);
+            let value = self.raw(s);
+            if value.is_some()
+                && (range.start..s).any(|t| services.contains(t) && self.raw(t) == value)
+            {
+                repeated.push(s);
+            }
+            if range.clone().any(|t| self.matching.contains(t)) {
+                let held = range.filter(|t| services.contains(*t));
+                candidates.extend(held.filter_map(|t| value_of(index, field, t)));
+            }
+        }
+        repeated
+    }
+
+    /// Counts value by value: `|O ∩ posting|` less the `repeated` services holding it.
+    fn per_value(
+        &self,
+        repeated: &[u32],
+        values: Vec<Value>,
+        candidates: &mut BTreeSet<Value>,
+        counts: &mut BTreeMap<Value, u64>,
+    ) {
+        for value in values {
+            let Some(clause) = value.clause() else {
+                continue;
+            };
+            let posting = self.index.services.posting(&clause);
+            let held = self.services.intersection_len(&posting);
+            if held == 0 {
+                continue;
+            }
+            if !self.matching.is_disjoint(&posting) {
+                candidates.insert(value.clone());
+            }
+            let again = repeated.iter().filter(|s| posting.contains(**s)).count();
+            *counts.entry(value).or_default() += held - again as u64;
+        }
+    }
+
+    /// Counts host by host (the services of a host are consecutive; `M` read alongside):
+    /// each host satisfying the other host-level clauses adds one to each of its distinct
+    /// values.
+    fn by_host(
         &self,
         values: Vec<Value>,
         candidates: &mut BTreeSet<Value>,
         counts: &mut BTreeMap<Value, u64>,
     ) {
-        let size = if self.field == FacetField::Port {
-            1 << 16
-        } else {
-            256
-        };
-        let mut tally = Tally::new(size);
+        let mut tally = self.tally();
         let mut matches = self.matching.iter().peekable();
         // The current host: its distinct values, whether it matches, whether it counts.
         let mut host = u32::MAX;
@@ -398,6 +424,16 @@ impl Pass<'_> {
             }
         }
         held.iter().for_each(|v| tally.add(*v, matched));
+        Self::counted(&tally, values, candidates, counts);
+    }
+
+    /// Adds a tally's candidates and counts of `values`.
+    fn counted(
+        tally: &Tally,
+        values: Vec<Value>,
+        candidates: &mut BTreeSet<Value>,
+        counts: &mut BTreeMap<Value, u64>,
+    ) {
         for value in values {
             let Some(i) = raw_index(&value) else { continue };
             let n = tally.counts.get(i).copied().unwrap_or(0);
@@ -514,15 +550,18 @@ fn raw_index(v: &Value) -> Option<usize> {
 }
 
 /// [`tally_layer`] over every layer, merged: the candidates of all, each counted in all.
+/// `given`: per layer, the services satisfying `clauses` (less the shadow's), when known.
 fn tally(
     parts: &[Part<'_>],
     clauses: &[&Clause],
     own: Option<&Clause>,
     fields: &[FacetField],
+    given: &[Option<RoaringBitmap>],
 ) -> HashMap<FacetField, Counted> {
     let mut layers: Vec<HashMap<FacetField, Partial<'_>>> = parts
         .iter()
-        .map(|part| tally_layer(part, clauses, own, fields))
+        .enumerate()
+        .map(|(i, part)| tally_layer(part, clauses, own, fields, given.get(i)))
         .collect();
     let mut out = HashMap::new();
     for field in fields {
@@ -608,15 +647,19 @@ fn distinct(buf: &mut Vec<u32>, values: impl Iterator<Item = u32>) {
 /// of `clauses` that own a service satisfying every service-level one (any service when
 /// there is none), tallying `fields` over those services. With `own`, only hosts also
 /// satisfying `own` (on one of those services, for a service-level `own`) give candidates;
-/// without, every host walked does.
+/// without, every host walked does. `given`: those services (less the shadow's), when known.
 fn tally_layer<'i>(
     part: &Part<'i>,
     clauses: &[&Clause],
     own: Option<&Clause>,
     fields: &[FacetField],
+    given: Option<&Option<RoaringBitmap>>,
 ) -> HashMap<FacetField, Partial<'i>> {
     let index = part.index;
-    let services = index.service_set(clauses.iter().copied());
+    let services = match given {
+        Some(Some(services)) => Some(Cow::Borrowed(services)),
+        _ => index.service_set(clauses.iter().copied()),
+    };
     let hosts = index.hosts_satisfying(clauses.iter().copied());
     let own_services: Option<Cow<'_, RoaringBitmap>> = own
         .filter(|c| c.is_service_level())
@@ -728,6 +771,19 @@ fn tally_layer<'i>(
             }
         },
     );
+    partials(port, protocol, band, exploit, country, titles, index)
+}
+
+/// A layer's tallies of [`tally_layer`], by field.
+fn partials(
+    port: Option<Tally>,
+    protocol: Option<Tally>,
+    band: Option<Tally>,
+    exploit: Option<Tally>,
+    country: Option<Tally>,
+    titles: Option<Titles>,
+    index: &EmbeddedIndex,
+) -> HashMap<FacetField, Partial<'_>> {
     let mut out = HashMap::new();
     let mut put =
         |field: FacetField, tally: Option<Tally>, value: &dyn Fn(usize) -> Option<Value>| {
