@@ -213,11 +213,12 @@ fn from_host_postings(
 /// value's count is the number of hosts (satisfying the other host-level clauses) owning a
 /// service of `O` holding it; it is a candidate when such a host owns one of `M` too.
 /// - Few values (band, exploit) or `O` dense (mostly in bitmap containers), no other
-///   host-level clause, and a bound on repeats (an other clause on port or protocol): `T` = the services of `O` among the other clauses'
-///   repeats — every host with two services in `O` owns one in `T`, and `T` is small. A
-///   count is `|O ∩ posting|` less the services of `T` preceded in their host by one of `O`
-///   holding the value too; a candidate is a value whose posting meets `M`, or a value a
-///   host with a service in `T` (read one by one) holds in `O` when it owns one of `M`.
+///   host-level clause, and a bound on repeats (an other clause on port or protocol):
+///   `T` = the services of `O` among the other clauses' repeats — every host with two
+///   services in `O` owns one in `T`, and `T` is small. A count is `|O ∩ posting|` less
+///   the services of `T` preceded in their host by one of `O` holding the value too; a
+///   candidate is a value whose posting meets `M`, or a value a host with a service in `T`
+///   (read one by one) holds in `O` when it owns one of `M`.
 /// - Otherwise, one pass over `O` by column, host by host (the services of a host are
 ///   consecutive), `M` read alongside: each host adds one to each of its distinct values.
 ///

@@ -8,8 +8,9 @@
 //! port, protocol, CVSS and exploit, the exposure place ids and the expiry hours — in the order
 //! [`EmbeddedIndex::save`] writes them — and last a 64-bit checksum of every byte before it.
 //! Version 4 added the CVSS "from" postings and the port and protocol repeats (a version-3
-//! file is stale: it is rebuilt, never read). Bitmaps are roaring's portable serialization. The domain-scan lookups are not in the file:
-//! they are rebuilt from the store snapshot, which is small.
+//! file is stale: it is rebuilt, never read). Bitmaps are roaring's portable serialization.
+//! The domain-scan lookups are not in the file: they are rebuilt from the store snapshot,
+//! which is small.
 //!
 //! **Validity:** a file is used only when its generation equals the store snapshot's (every
 //! committed batch advances the store's generation) and its settings equal the ones asked
