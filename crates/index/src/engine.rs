@@ -13,8 +13,16 @@
 //! - Host postings of port, protocol, CVSS and exploit values (`ValueHosts`): a filter with
 //!   one service-level clause on those fields is their host bitmap (its count a
 //!   cardinality); with more service-level clauses, services are intersected as above.
+//! - Counting the hosts of a set of services without mapping them all to hosts
+//!   (`hosts_owning`): per port and per protocol, the *repeats* — its services preceded in
+//!   their host by another service of that port (protocol). A service of an intersection
+//!   that is preceded in its host by another one of it is a repeat of every clause's
+//!   posting, so with a port or protocol clause the hosts are the services less the few
+//!   candidates that prove repeats. CVSS ranges read postings of whole units from (`≥ d.0`)
+//!   plus the tenths at their ends.
 //! - `facets`: one walk over the match tallies every group without a clause of its own;
-//!   groups with one count from host postings or from a walk without that clause.
+//!   groups with one count from host postings, from bitmaps and repeats (port, protocol,
+//!   CVSS band and exploit among service-level clauses), or from a walk without that clause.
 //! - `exposure`: a place id per host (zoom-8 tile and country), one pass over the match.
 //! - `expiry`: per hour, the hosts whose oldest current service was observed then.
 //! - `scans`: the domain-scan records by name (and parent domain) and by listed address.
@@ -132,6 +140,10 @@ pub struct EmbeddedIndex {
     service_host: Vec<u32>,
     /// Host ordinal → position and GeoIP country (what exposure reads of every match).
     places: Vec<(Option<Position>, Option<CountryCode>)>,
+    /// Host ordinal → GeoIP country as a dense id (`facets::country_id`): the country
+    /// column facets read of every match, two bytes a host (derived from `places`, not
+    /// saved).
+    countries: Vec<u16>,
     services: ServicePostings,
     hosts: HostPostings,
     /// Per port, protocol, CVSS tenths and exploit flag: the hosts holding it.
@@ -225,6 +237,7 @@ impl EmbeddedIndex {
             service_start: vec![0],
             service_host: Vec::new(),
             places: Vec::new(),
+            countries: Vec::new(),
             services: ServicePostings::default(),
             hosts: HostPostings::default(),
             value_hosts: ValueHosts::default(),
@@ -252,6 +265,8 @@ impl EmbeddedIndex {
                 index.service_host.push(host);
             }
             let end = u32::try_from(index.service_host.len()).map_err(|_| BuildError::TooLarge)?;
+            let start = index.service_start.last().copied().unwrap_or(0);
+            index.services.add_host(start..end);
             index.service_start.push(end);
             let oldest = rec.services.values().map(|s| s.observed_at.unix()).min();
             index.expiry.add(host, oldest.unwrap_or(i64::MAX));
@@ -261,6 +276,7 @@ impl EmbeddedIndex {
             let country = rec.location.as_ref().and_then(|(l, _)| l.country_code);
             index.place_ids.add(position.as_ref(), country);
             index.places.push((position, country));
+            index.countries.push(facets::country_id(country));
             index.keys.push(key);
             if keep_records && let Records::Memory(records) = &mut index.records {
                 records.push(rec);
@@ -283,6 +299,7 @@ impl EmbeddedIndex {
     pub fn stats(&self) -> EngineStats {
         let ordinals = self.keys.len() * 16
             + (self.service_start.len() + self.service_host.len()) * 4
+            + self.countries.len() * 2
             + self.places.len() * size_of::<(Option<Position>, Option<CountryCode>)>();
         let bytes = ordinals
             + self.services.heap_bytes()
@@ -424,8 +441,63 @@ impl EmbeddedIndex {
         self.value_hosts.hosts(only)
     }
 
-    /// The number of hosts matching a filter query, less those in `shadow`.
-    fn count_filter(&self, clauses: &[Clause], shadow: Option<&RoaringBitmap>) -> u64 {
+    /// Among the services satisfying every service-level clause of `clauses`, a superset of
+    /// those preceded in their host by another such service: the intersection of the
+    /// clauses' repeats (port and protocol keep them); `None` when no clause keeps them.
+    fn repeats<'c>(&self, clauses: impl IntoIterator<Item = &'c Clause>) -> Option<RoaringBitmap> {
+        let parts: Vec<Cow<'_, RoaringBitmap>> = clauses
+            .into_iter()
+            .filter_map(|c| self.services.repeats(c))
+            .collect();
+        if parts.is_empty() {
+            return None;
+        }
+        Some(intersect(parts.iter().map(AsRef::as_ref).collect()))
+    }
+
+    /// The number of hosts owning a service in `services`. `repeats`, when known, holds
+    /// every service of `services` preceded in its host by another of them (see
+    /// [`Self::repeats`]): then the count is `|services|` less those of the few candidates
+    /// that are repeats, each checked against its host's earlier services; otherwise (or
+    /// with many candidates) it is one pass over `services`, host by host.
+    fn hosts_owning(&self, services: &RoaringBitmap, repeats: Option<&RoaringBitmap>) -> u64 {
+        if let Some(repeats) = repeats {
+            let candidates = services & repeats;
+            // Each candidate costs a few lookups, each service of a pass one step.
+            if candidates.len() <= services.len() / 16 + 64 {
+                let repeated = candidates
+                    .iter()
+                    .filter(|s| {
+                        let first = self
+                            .service_host
+                            .get(*s as usize)
+                            .map_or(*s, |h| self.service_range(*h).start);
+                        (first..*s).any(|t| services.contains(t))
+                    })
+                    .count();
+                return services.len() - repeated as u64;
+            }
+        }
+        let mut last = u32::MAX;
+        let mut hosts = 0;
+        for s in services {
+            let Some(h) = self.service_host.get(s as usize).copied() else {
+                break;
+            };
+            hosts += u64::from(h != last);
+            last = h;
+        }
+        hosts
+    }
+
+    /// The number of hosts matching a filter query, less those in `shadow` (whose services
+    /// are `shadow_services`, when given).
+    fn count_filter(
+        &self,
+        clauses: &[Clause],
+        shadow: Option<&RoaringBitmap>,
+        shadow_services: Option<&RoaringBitmap>,
+    ) -> u64 {
         let hosts = self.hosts_satisfying(clauses);
         // |M \ S| = |M| - |M ∩ S|: the shadow is small, so `∩ S` is taken first.
         let hidden = |set: &RoaringBitmap, hosts: Option<&RoaringBitmap>| {
@@ -446,6 +518,18 @@ impl EmbeddedIndex {
                 None => owners.len(),
             };
             return all - hidden(&owners, hosts.as_ref());
+        }
+        // Several service-level clauses and no host-level one: the services satisfying them
+        // all (less the shadow's), counted by host without mapping them to hosts.
+        if hosts.is_none()
+            && shadow.is_none() == shadow_services.is_none()
+            && let Some(services) = self.service_set(clauses)
+        {
+            let mut services = services.into_owned();
+            if let Some(hidden) = shadow_services {
+                services -= hidden;
+            }
+            return self.hosts_owning(&services, self.repeats(clauses).as_ref());
         }
         self.filter(clauses, shadow).len()
     }

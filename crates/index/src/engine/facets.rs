@@ -13,6 +13,9 @@
 //!   clauses' hosts, and a value is a candidate when its hosts meet the query's matches;
 //!   values are tried in the group's order (count descending, value ascending), so only
 //!   about as many as the group shows are tested;
+//! - when the group's field is port, protocol, CVSS or exploit: from bitmaps value by value
+//!   (few values, the other clauses' repeats bounding the hosts owning two services), or
+//!   one lean pass over the other clauses' services by column ([`by_value`]);
 //! - otherwise (and for products), one walk as above over the other clauses' services,
 //!   noting which hosts match the whole query (their values are the candidates).
 //!
@@ -50,11 +53,17 @@ pub(super) fn facets(parts: &[Part<'_>], query: &FilterQuery) -> Facets {
         .into_iter()
         .filter(|f| query.get(query_field(*f)).is_none())
         .collect();
+    // Per layer, the services satisfying every service-level clause less the shadow's,
+    // when the query names a service: the shared walk's and every group's `M`.
+    let mut full: Vec<Option<RoaringBitmap>> = parts
+        .iter()
+        .map(|part| unshadowed(part, part.index.service_set(clauses)?).map(Cow::into_owned))
+        .collect();
     let mut tallies = if shared.is_empty() {
         HashMap::new()
     } else {
         let all: Vec<&Clause> = clauses.iter().collect();
-        tally(parts, &all, None, &shared)
+        tally(parts, &all, None, &shared, &full)
     };
     let mut matching: Vec<Option<RoaringBitmap>> = vec![None; parts.len()];
     let groups = FacetField::ALL
@@ -64,7 +73,7 @@ pub(super) fn facets(parts: &[Part<'_>], query: &FilterQuery) -> Facets {
                 let counted = tallies.remove(&field).unwrap_or_default();
                 group_of(query, field, &counted.clauses, |v| counted.count(v))
             }
-            Some(own) => own_group(parts, query, field, own, &mut matching),
+            Some(own) => own_group(parts, query, field, own, &mut matching, &mut full),
         })
         .collect();
     Facets { groups }
@@ -77,6 +86,7 @@ fn own_group(
     field: FacetField,
     own: &Clause,
     matching: &mut [Option<RoaringBitmap>],
+    full: &mut [Option<RoaringBitmap>],
 ) -> FacetGroup {
     let others: Vec<&Clause> = query
         .clauses()
@@ -86,7 +96,10 @@ fn own_group(
     if !others.iter().any(|c| c.is_service_level()) && field != FacetField::Product {
         return from_host_postings(parts, query, field, &others, matching);
     }
-    let mut tallies = tally(parts, &others, Some(own), &[field]);
+    if let Some(counted) = by_value(parts, query, field, &others, own, full) {
+        return group_of(query, field, &counted.clauses, |v| counted.count(v));
+    }
+    let mut tallies = tally(parts, &others, Some(own), &[field], &[]);
     let counted = tallies.remove(&field).unwrap_or_default();
     group_of(query, field, &counted.clauses, |v| counted.count(v))
 }
@@ -193,6 +206,285 @@ fn from_host_postings(
     })
 }
 
+/// The group of a service-level field with a column (port, protocol, CVSS band, exploit)
+/// whose query clause is service-level too, counted without a walk over hosts: over each
+/// layer, `O` = the services satisfying the other clauses (less the shadow's), `M` = those
+/// of `O` also satisfying the field's own clause (the hosts owning one match the query). A
+/// value's count is the number of hosts (satisfying the other host-level clauses) owning a
+/// service of `O` holding it; it is a candidate when such a host owns one of `M` too.
+/// - Few values (band, exploit) or `O` dense (mostly in bitmap containers), no other
+///   host-level clause, and a bound on repeats (an other clause on port or protocol):
+///   `T` = the services of `O` among the other clauses' repeats — every host with two
+///   services in `O` owns one in `T`, and `T` is small. A count is `|O ∩ posting|` less
+///   the services of `T` preceded in their host by one of `O` holding the value too; a
+///   candidate is a value whose posting meets `M`, or a value a host with a service in `T`
+///   (read one by one) holds in `O` when it owns one of `M`.
+/// - Otherwise, one pass over `O` by column, host by host (the services of a host are
+///   consecutive), `M` read alongside: each host adds one to each of its distinct values.
+///
+/// `None` (the caller walks) for the other fields.
+///
+/// `full` keeps, per layer, `M` (the services satisfying every service-level clause of the
+/// query, less the shadow's: the same for every group).
+fn by_value(
+    parts: &[Part<'_>],
+    query: &FilterQuery,
+    field: FacetField,
+    others: &[&Clause],
+    own: &Clause,
+    full: &mut [Option<RoaringBitmap>],
+) -> Option<Counted> {
+    if !own.is_service_level() {
+        return None;
+    }
+    let mut candidates: BTreeSet<Value> = BTreeSet::new();
+    let mut counts: BTreeMap<Value, u64> = BTreeMap::new();
+    for (part, full) in parts.iter().zip(full.iter_mut()) {
+        let index = part.index;
+        let values = field_values(index, field)?;
+        let services = unshadowed(part, index.service_set(others.iter().copied())?)?;
+        let services = services.as_ref();
+        let hosts = index.hosts_satisfying(others.iter().copied());
+        let matching = match full {
+            Some(m) => m,
+            None => {
+                let all = index.service_set(query.clauses())?;
+                full.insert(unshadowed(part, all)?.into_owned())
+            }
+        };
+        let matching: &RoaringBitmap = matching;
+        let by = By {
+            index,
+            field,
+            services,
+            matching,
+            hosts: hosts.as_ref(),
+        };
+        // Intersections with bitmap containers go word by word, a pass reads memory per
+        // service: value by value for a few values, or when `O` is dense.
+        let stats = services.statistics();
+        let dense = stats.n_values_bitset_containers * 2 >= stats.cardinality;
+        let twice = match (&hosts, index.repeats(others.iter().copied())) {
+            (None, Some(repeats)) if values.len() <= 8 || dense => {
+                Some(services & &repeats).filter(|twice| twice.len() <= services.len() / 8 + 64)
+            }
+            _ => None,
+        };
+        match twice {
+            Some(twice) => {
+                let repeated = by.twice(&twice, &mut candidates);
+                by.per_value(&repeated, values, &mut candidates, &mut counts);
+            }
+            None => by.by_host(values, &mut candidates, &mut counts),
+        }
+    }
+    Some(Counted {
+        clauses: clauses_of(candidates),
+        counts,
+    })
+}
+
+/// `services` less those of the layer's shadow; `None` when the layer has a shadow but not
+/// its services.
+fn unshadowed<'s>(
+    part: &Part<'_>,
+    services: Cow<'s, RoaringBitmap>,
+) -> Option<Cow<'s, RoaringBitmap>> {
+    match (part.shadow, part.shadow_services) {
+        (None, _) => Some(services),
+        (Some(_), Some(hidden)) => Some(Cow::Owned(services.as_ref() - hidden)),
+        (Some(_), None) => None,
+    }
+}
+
+/// One layer's sets for [`by_value`].
+struct By<'a> {
+    index: &'a EmbeddedIndex,
+    field: FacetField,
+    /// `O`.
+    services: &'a RoaringBitmap,
+    /// `M`.
+    matching: &'a RoaringBitmap,
+    /// The hosts satisfying the other host-level clauses, if any.
+    hosts: Option<&'a RoaringBitmap>,
+}
+
+impl By<'_> {
+    /// The raw value (index in a tally) of service `s`, if it has one.
+    fn raw(&self, s: u32) -> Option<usize> {
+        let columns = &self.index.services.columns;
+        let s = s as usize;
+        match self.field {
+            FacetField::Port => columns.port.get(s).map(|p| usize::from(p.get())),
+            FacetField::Protocol => columns.protocol.get(s).map(|t| t.index()),
+            FacetField::Cvss => columns
+                .band
+                .get(s)
+                .filter(|b| **b != NONE_U8)
+                .map(|b| usize::from(*b)),
+            FacetField::Exploit => columns
+                .exploit
+                .get(s)
+                .filter(|e| **e != NONE_U8)
+                .map(|e| usize::from(*e)),
+            FacetField::Product | FacetField::Country => None,
+        }
+    }
+
+    fn tally(&self) -> Tally {
+        Tally::new(if self.field == FacetField::Port {
+            1 << 16
+        } else {
+            256
+        })
+    }
+
+    /// The hosts owning a service of `T` (`twice`), read one by one: adds the values they
+    /// hold in `O` to the candidates when they own a service of `M`; returns the services of
+    /// `T` preceded in their host by one of `O` holding the same value.
+    fn twice(&self, twice: &RoaringBitmap, candidates: &mut BTreeSet<Value>) -> Vec<u32> {
+        let (index, field, services) = (self.index, self.field, self.services);
+        let mut repeated: Vec<u32> = Vec::new();
+        for s in twice {
+            let Some(h) = index.service_host.get(s as usize) else {
+                continue;
+            };
+            let range = index.service_range(*h);
+            let value = self.raw(s);
+            if value.is_some()
+                && (range.start..s).any(|t| services.contains(t) && self.raw(t) == value)
+            {
+                repeated.push(s);
+            }
+            if range.clone().any(|t| self.matching.contains(t)) {
+                let held = range.filter(|t| services.contains(*t));
+                candidates.extend(held.filter_map(|t| value_of(index, field, t)));
+            }
+        }
+        repeated
+    }
+
+    /// Counts value by value: `|O ∩ posting|` less the `repeated` services holding it.
+    fn per_value(
+        &self,
+        repeated: &[u32],
+        values: Vec<Value>,
+        candidates: &mut BTreeSet<Value>,
+        counts: &mut BTreeMap<Value, u64>,
+    ) {
+        for value in values {
+            let Some(clause) = value.clause() else {
+                continue;
+            };
+            let posting = self.index.services.posting(&clause);
+            let held = self.services.intersection_len(&posting);
+            if held == 0 {
+                continue;
+            }
+            if !self.matching.is_disjoint(&posting) {
+                candidates.insert(value.clone());
+            }
+            let again = repeated.iter().filter(|s| posting.contains(**s)).count();
+            *counts.entry(value).or_default() += held - again as u64;
+        }
+    }
+
+    /// Counts host by host (the services of a host are consecutive; `M` read alongside):
+    /// each host satisfying the other host-level clauses adds one to each of its distinct
+    /// values.
+    fn by_host(
+        &self,
+        values: Vec<Value>,
+        candidates: &mut BTreeSet<Value>,
+        counts: &mut BTreeMap<Value, u64>,
+    ) {
+        let mut tally = self.tally();
+        let mut matches = self.matching.iter().peekable();
+        // The current host: its distinct values, whether it matches, whether it counts.
+        let mut host = u32::MAX;
+        let mut held: Vec<u32> = Vec::with_capacity(8);
+        let mut matched = false;
+        let mut keep = false;
+        for s in self.services {
+            let Some(h) = self.index.service_host.get(s as usize).copied() else {
+                break;
+            };
+            if h != host {
+                held.iter().for_each(|v| tally.add(*v, matched));
+                held.clear();
+                matched = false;
+                host = h;
+                keep = self.hosts.is_none_or(|set| set.contains(h));
+            }
+            matched |= matches.next_if_eq(&s).is_some();
+            if keep
+                && let Some(v) = self.raw(s).and_then(|v| u32::try_from(v).ok())
+                && !held.contains(&v)
+            {
+                held.push(v);
+            }
+        }
+        held.iter().for_each(|v| tally.add(*v, matched));
+        Self::counted(&tally, values, candidates, counts);
+    }
+
+    /// Adds a tally's candidates and counts of `values`.
+    fn counted(
+        tally: &Tally,
+        values: Vec<Value>,
+        candidates: &mut BTreeSet<Value>,
+        counts: &mut BTreeMap<Value, u64>,
+    ) {
+        for value in values {
+            let Some(i) = raw_index(&value) else { continue };
+            let n = tally.counts.get(i).copied().unwrap_or(0);
+            if n == 0 {
+                continue;
+            }
+            if tally.candidate.get(i).copied().unwrap_or(false) {
+                candidates.insert(value.clone());
+            }
+            *counts.entry(value).or_default() += n;
+        }
+    }
+}
+
+/// The values of a field [`by_value`] counts that services of `index` hold; `None` for
+/// the other fields.
+fn field_values(index: &EmbeddedIndex, field: FacetField) -> Option<Vec<Value>> {
+    let services = &index.services;
+    Some(match field {
+        FacetField::Port => services.ports().into_iter().map(Value::Port).collect(),
+        FacetField::Protocol => services.protocols().map(Value::Protocol).collect(),
+        FacetField::Cvss => (0..crate::reference::facets::BANDS.len())
+            .map(Value::Cvss)
+            .collect(),
+        FacetField::Exploit => vec![Value::Exploit(false), Value::Exploit(true)],
+        FacetField::Product | FacetField::Country => return None,
+    })
+}
+
+/// The value of `field` service `s` holds, for the fields of [`field_values`].
+fn value_of(index: &EmbeddedIndex, field: FacetField, s: u32) -> Option<Value> {
+    let columns = &index.services.columns;
+    let s = s as usize;
+    match field {
+        FacetField::Port => columns.port.get(s).copied().map(Value::Port),
+        FacetField::Protocol => columns.protocol.get(s).copied().map(Value::Protocol),
+        FacetField::Cvss => columns
+            .band
+            .get(s)
+            .filter(|b| **b != NONE_U8)
+            .map(|b| Value::Cvss(usize::from(*b))),
+        FacetField::Exploit => columns
+            .exploit
+            .get(s)
+            .filter(|e| **e != NONE_U8)
+            .map(|e| Value::Exploit(*e == 1)),
+        FacetField::Product | FacetField::Country => None,
+    }
+}
+
 /// At most this many values per group (the reference's cap; more candidates are never
 /// needed when candidates are tried in the group's order).
 const MAX_VALUES: usize = 5;
@@ -259,15 +551,18 @@ fn raw_index(v: &Value) -> Option<usize> {
 }
 
 /// [`tally_layer`] over every layer, merged: the candidates of all, each counted in all.
+/// `given`: per layer, the services satisfying `clauses` (less the shadow's), when known.
 fn tally(
     parts: &[Part<'_>],
     clauses: &[&Clause],
     own: Option<&Clause>,
     fields: &[FacetField],
+    given: &[Option<RoaringBitmap>],
 ) -> HashMap<FacetField, Counted> {
     let mut layers: Vec<HashMap<FacetField, Partial<'_>>> = parts
         .iter()
-        .map(|part| tally_layer(part, clauses, own, fields))
+        .enumerate()
+        .map(|(i, part)| tally_layer(part, clauses, own, fields, given.get(i)))
         .collect();
     let mut out = HashMap::new();
     for field in fields {
@@ -291,6 +586,14 @@ fn tally(
 
 /// Countries as a dense index (`AA` = 0 … `ZZ` = 675).
 const COUNTRIES: usize = 26 * 26;
+
+/// A host's country in [`EmbeddedIndex`]'s country column: its dense index, or
+/// `u16::MAX` for none.
+pub(super) fn country_id(cc: Option<CountryCode>) -> u16 {
+    cc.and_then(country_index)
+        .and_then(|i| u16::try_from(i).ok())
+        .unwrap_or(u16::MAX)
+}
 
 fn country_index(cc: CountryCode) -> Option<usize> {
     match cc.as_str().as_bytes() {
@@ -345,15 +648,19 @@ fn distinct(buf: &mut Vec<u32>, values: impl Iterator<Item = u32>) {
 /// of `clauses` that own a service satisfying every service-level one (any service when
 /// there is none), tallying `fields` over those services. With `own`, only hosts also
 /// satisfying `own` (on one of those services, for a service-level `own`) give candidates;
-/// without, every host walked does.
+/// without, every host walked does. `given`: those services (less the shadow's), when known.
 fn tally_layer<'i>(
     part: &Part<'i>,
     clauses: &[&Clause],
     own: Option<&Clause>,
     fields: &[FacetField],
+    given: Option<&Option<RoaringBitmap>>,
 ) -> HashMap<FacetField, Partial<'i>> {
     let index = part.index;
-    let services = index.service_set(clauses.iter().copied());
+    let services = match given {
+        Some(Some(services)) => Some(Cow::Borrowed(services)),
+        _ => index.service_set(clauses.iter().copied()),
+    };
     let hosts = index.hosts_satisfying(clauses.iter().copied());
     let own_services: Option<Cow<'_, RoaringBitmap>> = own
         .filter(|c| c.is_service_level())
@@ -377,19 +684,16 @@ fn tally_layer<'i>(
         hosts.as_ref(),
         part.shadow,
         |h, run| {
+            let country_of = index.countries.get(h as usize).copied();
             let matches = match (&own_services, own_country) {
                 (Some(p), _) => run.iter().any(|s| p.contains(*s)),
                 (None, Some(cc)) => index.places.get(h as usize).and_then(|(_, c)| *c) == Some(cc),
                 (None, None) => true,
             };
             if let Some(t) = &mut country
-                && let Some(i) = index
-                    .places
-                    .get(h as usize)
-                    .and_then(|(_, c)| *c)
-                    .and_then(country_index)
+                && let Some(i) = country_of.filter(|i| *i != u16::MAX)
             {
-                t.add(i as u32, matches);
+                t.add(u32::from(i), matches);
             }
             if let [s] = run {
                 // One service: its values are distinct already.
@@ -468,6 +772,19 @@ fn tally_layer<'i>(
             }
         },
     );
+    partials(port, protocol, band, exploit, country, titles, index)
+}
+
+/// A layer's tallies of [`tally_layer`], by field.
+fn partials(
+    port: Option<Tally>,
+    protocol: Option<Tally>,
+    band: Option<Tally>,
+    exploit: Option<Tally>,
+    country: Option<Tally>,
+    titles: Option<Titles>,
+    index: &EmbeddedIndex,
+) -> HashMap<FacetField, Partial<'_>> {
     let mut out = HashMap::new();
     let mut put =
         |field: FacetField, tally: Option<Tally>, value: &dyn Fn(usize) -> Option<Value>| {

@@ -50,6 +50,8 @@ pub(super) struct Part<'a> {
     pub index: &'a EmbeddedIndex,
     /// Host ordinals of `index` that a later layer answers for; `None` when none are.
     pub shadow: Option<&'a RoaringBitmap>,
+    /// The service ordinals of the hosts in `shadow` (`None` with it).
+    pub shadow_services: Option<&'a RoaringBitmap>,
 }
 
 impl Part<'_> {
@@ -91,6 +93,7 @@ impl<'a> View<'a> {
             parts: vec![Part {
                 index,
                 shadow: None,
+                shadow_services: None,
             }],
             scans: ScanView::new(vec![&index.scans]),
         }
@@ -194,7 +197,10 @@ impl<'a> View<'a> {
             let n = self
                 .parts
                 .iter()
-                .map(|p| p.index.count_filter(f.clauses(), p.shadow))
+                .map(|p| {
+                    p.index
+                        .count_filter(f.clauses(), p.shadow, p.shadow_services)
+                })
                 .sum();
             return Count::exact(n);
         }
@@ -307,6 +313,8 @@ struct Delta {
     index: EmbeddedIndex,
     /// Base ordinals of the addresses the delta was built for.
     shadow: RoaringBitmap,
+    /// The base's service ordinals of the hosts in `shadow`.
+    shadow_services: RoaringBitmap,
     /// Addresses the delta was built for: the records written since the base and the base's
     /// hosts the retention window has reached.
     addresses: usize,
@@ -364,13 +372,18 @@ impl LayeredIndex {
         let mut index = EmbeddedIndex::try_build(base.config, now, records, domains, false)?;
         index.generation = snapshot.generation();
         index.records = Records::Store(Box::new(snapshot));
-        let shadow = keys
+        let shadow: RoaringBitmap = keys
             .iter()
             .filter_map(|key| base.ordinal_of(*key))
             .collect();
+        let mut shadow_services = RoaringBitmap::new();
+        for h in &shadow {
+            shadow_services.insert_range(base.service_range(h));
+        }
         Ok(Self {
             delta: Some(Delta {
                 shadow,
+                shadow_services,
                 addresses: addresses.len(),
                 journal: DeltaJournal {
                     base_generation: base.generation(),
@@ -444,7 +457,8 @@ impl LayeredIndex {
             services: base.services - hidden_services + more.services,
             index_bytes: base.index_bytes
                 + more.index_bytes
-                + delta.shadow.serialized_size() as u64,
+                + delta.shadow.serialized_size() as u64
+                + delta.shadow_services.serialized_size() as u64,
         }
     }
 
@@ -457,10 +471,12 @@ impl LayeredIndex {
                 Part {
                     index: &self.base,
                     shadow: Some(&delta.shadow),
+                    shadow_services: Some(&delta.shadow_services),
                 },
                 Part {
                     index: &delta.index,
                     shadow: None,
+                    shadow_services: None,
                 },
             ],
             scans: ScanView::new(vec![&self.base.scans, &delta.index.scans]),

@@ -7,8 +7,10 @@
 //! maps, places, service postings and columns, host postings, the per-value host postings of
 //! port, protocol, CVSS and exploit, the exposure place ids and the expiry hours — in the order
 //! [`EmbeddedIndex::save`] writes them — and last a 64-bit checksum of every byte before it.
-//! Bitmaps are roaring's portable serialization. The domain-scan lookups are not in the file:
-//! they are rebuilt from the store snapshot, which is small.
+//! Version 4 added the CVSS "from" postings and the port and protocol repeats (a version-3
+//! file is stale: it is rebuilt, never read). Bitmaps are roaring's portable serialization.
+//! The domain-scan lookups are not in the file: they are rebuilt from the store snapshot,
+//! which is small.
 //!
 //! **Validity:** a file is used only when its generation equals the store snapshot's (every
 //! committed batch advances the store's generation) and its settings equal the ones asked
@@ -40,7 +42,7 @@ use crate::store::IndexConfig;
 
 const MAGIC: &[u8; 8] = b"PSCPIDX\0";
 /// The layout written and the only one read.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Why an index file was not used.
 #[derive(Debug, thiserror::Error)]
@@ -483,6 +485,10 @@ impl EmbeddedIndex {
             records: Records::Store(Box::new(snapshot)),
             service_start,
             service_host,
+            countries: places
+                .iter()
+                .map(|(_, cc)| super::facets::country_id(*cc))
+                .collect(),
             places,
             services: service_postings,
             hosts: host_postings,

@@ -26,6 +26,8 @@ use crate::store::{HostRecord, StoredService};
 pub(super) const NONE_U8: u8 = u8::MAX;
 /// No value in a `u32` column.
 pub(super) const NONE_U32: u32 = u32::MAX;
+/// Whole CVSS units with a "from" posting: 0.0 to 10.0.
+const CVSS_FROM: usize = 11;
 
 /// Service-level postings over service ordinals, and the per-service columns facets read.
 #[derive(Debug, Default)]
@@ -40,10 +42,19 @@ pub(super) struct ServicePostings {
     cve: HashMap<CveId, RoaringBitmap>,
     /// By maximum CVSS in tenths, 0..=100.
     cvss: Vec<RoaringBitmap>,
+    /// Index `d` (0..=10): the services whose maximum CVSS is at least `d`.0 — a CVSS range
+    /// is one or two of these plus at most nine tenths at either end, rather than a union of
+    /// up to 101 tenths.
+    cvss_from: Vec<RoaringBitmap>,
     /// Index 0: exploit flag false; 1: true (services with a vulnerability summary only).
     exploit: [RoaringBitmap; 2],
     /// Comparable certificate names of services eligible for `certificate.name:`.
     certificate_names: HashMap<Box<str>, RoaringBitmap>,
+    /// Per port: its services preceded, in their host, by another service on that port.
+    port_repeats: HashMap<Port, RoaringBitmap>,
+    /// Per protocol-registry index: its services preceded, in their host, by another service
+    /// of that protocol.
+    protocol_repeats: Vec<RoaringBitmap>,
     /// Columns, by service ordinal: what facets group services by.
     pub columns: ServiceColumns,
 }
@@ -107,6 +118,12 @@ impl ServicePostings {
                     self.cvss.resize_with(tenths + 1, RoaringBitmap::new);
                 }
                 self.cvss[tenths].insert(ordinal);
+                if self.cvss_from.len() < CVSS_FROM {
+                    self.cvss_from.resize_with(CVSS_FROM, RoaringBitmap::new);
+                }
+                for from in self.cvss_from.iter_mut().take(tenths / 10 + 1) {
+                    push(from, ordinal);
+                }
                 band = crate::reference::facets::band_of(score.tenths())
                     .and_then(|b| u8::try_from(b).ok())
                     .unwrap_or(NONE_U8);
@@ -134,6 +151,34 @@ impl ServicePostings {
         }
     }
 
+    /// Records the services of one host, ordinals `services` (already [added](Self::add)):
+    /// which of them repeat the port or the protocol of an earlier one.
+    pub fn add_host(&mut self, services: std::ops::Range<u32>) {
+        let columns = &self.columns;
+        let at = |s: u32| s as usize;
+        for s in services.clone() {
+            let earlier = services.start..s;
+            if let Some(port) = columns.port.get(at(s))
+                && earlier
+                    .clone()
+                    .any(|t| columns.port.get(at(t)) == Some(port))
+            {
+                push(self.port_repeats.entry(*port).or_default(), s);
+            }
+            if let Some(protocol) = columns.protocol.get(at(s))
+                && earlier
+                    .clone()
+                    .any(|t| columns.protocol.get(at(t)) == Some(protocol))
+            {
+                let i = protocol.index();
+                if self.protocol_repeats.len() <= i {
+                    self.protocol_repeats.resize_with(i + 1, RoaringBitmap::new);
+                }
+                push(&mut self.protocol_repeats[i], s);
+            }
+        }
+    }
+
     /// The services satisfying one service-level clause; empty for a host-level clause (no
     /// service satisfies one, as in the reference's rule).
     pub fn posting(&self, clause: &Clause) -> Cow<'_, RoaringBitmap> {
@@ -145,20 +190,77 @@ impl ServicePostings {
             Clause::Cpe(cpe) => self.cpe.get(cpe.as_str().to_lowercase().as_str()),
             Clause::Cve(id) => self.cve.get(id),
             Clause::Cvss(range) => {
-                let low = usize::from(range.min().tenths());
-                let high = usize::from(range.max().tenths());
-                let bands = self.cvss.iter().enumerate();
-                return Cow::Owned(
-                    bands
-                        .filter(|(tenths, _)| (low..=high).contains(tenths))
-                        .map(|(_, b)| b)
-                        .fold(RoaringBitmap::new(), |acc, b| acc | b),
-                );
+                return self.cvss_range(range.min().tenths(), range.max().tenths());
             }
             Clause::Exploit(flag) => self.exploit.get(usize::from(*flag)),
             Clause::Organization(_) | Clause::Country(_) => None,
         };
         found.map_or_else(|| Cow::Owned(RoaringBitmap::new()), Cow::Borrowed)
+    }
+
+    /// The services whose maximum CVSS lies in `low..=high` tenths: the whole units inside
+    /// the range from `cvss_from` (one bitmap, or one less another), the tenths at its ends
+    /// from their own postings.
+    fn cvss_range(&self, low: u8, high: u8) -> Cow<'_, RoaringBitmap> {
+        let (low, high) = (usize::from(low), usize::from(high).min(100));
+        let tenths = |range: std::ops::Range<usize>| {
+            range
+                .filter_map(|t| self.cvss.get(t))
+                .fold(RoaringBitmap::new(), |acc, b| acc | b)
+        };
+        if low > high {
+            return Cow::Owned(RoaringBitmap::new());
+        }
+        // Whole units `from..to` (tenths), `to` = 110 past the last one.
+        let from = low.div_ceil(10) * 10;
+        let to = if high == 100 {
+            110
+        } else {
+            (high + 1) / 10 * 10
+        };
+        let first = self.cvss_from.get(from / 10);
+        let (Some(first), true) = (first, from < to) else {
+            return Cow::Owned(tenths(low..high + 1));
+        };
+        // `to` = 110 has no posting: nothing is above 10.0.
+        let mut core = match self.cvss_from.get(to / 10) {
+            Some(next) => Cow::Owned(first - next),
+            None => Cow::Borrowed(first),
+        };
+        if low < from {
+            *core.to_mut() |= tenths(low..from);
+        }
+        if to <= high {
+            *core.to_mut() |= tenths(to..high + 1);
+        }
+        core
+    }
+
+    /// Among the services of `clause`'s posting, a superset of those preceded in their host
+    /// by another service of that posting: exact for port and protocol; `None` (every
+    /// service may be) for the other fields.
+    pub fn repeats(&self, clause: &Clause) -> Option<Cow<'_, RoaringBitmap>> {
+        let found = match clause {
+            Clause::Port(p) => self.port_repeats.get(p),
+            Clause::Protocol(t) => self.protocol_repeats.get(t.index()),
+            _ => return None,
+        };
+        Some(found.map_or_else(|| Cow::Owned(RoaringBitmap::new()), Cow::Borrowed))
+    }
+
+    /// The ports with services, ascending.
+    pub fn ports(&self) -> Vec<Port> {
+        let mut ports: Vec<Port> = self.port.keys().copied().collect();
+        ports.sort_unstable();
+        ports
+    }
+
+    /// The protocols with services, by registry index.
+    pub fn protocols(&self) -> impl Iterator<Item = periscope_model::ProtocolToken> + '_ {
+        periscope_model::ProtocolToken::all()
+            .zip(&self.protocol)
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(t, _)| t)
     }
 
     /// Services whose product title holds every word of the phrase (none for a phrase
@@ -188,8 +290,15 @@ impl ServicePostings {
             + map_bytes(&self.cpe)
             + map_bytes(&self.cve)
             + self.cvss.iter().map(bitmap_bytes).sum::<usize>()
+            + self.cvss_from.iter().map(bitmap_bytes).sum::<usize>()
             + self.exploit.iter().map(bitmap_bytes).sum::<usize>()
             + map_bytes(&self.certificate_names)
+            + map_bytes(&self.port_repeats)
+            + self
+                .protocol_repeats
+                .iter()
+                .map(bitmap_bytes)
+                .sum::<usize>()
     }
 }
 
@@ -205,8 +314,11 @@ impl ServicePostings {
             w.u32(id.number())
         })?;
         w.bitmaps(self.cvss.iter())?;
+        w.bitmaps(self.cvss_from.iter())?;
         w.bitmaps(self.exploit.iter())?;
         w.str_map(&self.certificate_names)?;
+        w.map(&self.port_repeats, |w, p| w.u16(p.get()))?;
+        w.bitmaps(self.protocol_repeats.iter())?;
         let c = &self.columns;
         for p in &c.port {
             w.u16(p.get())?;
@@ -245,11 +357,31 @@ impl ServicePostings {
         if cvss.len() > 101 {
             return Err(bad("CVSS postings beyond 10.0"));
         }
+        let cvss_from = r.bitmaps("CVSS-from postings")?;
+        if !(cvss_from.is_empty() || cvss_from.len() == CVSS_FROM) {
+            return Err(bad("CVSS-from postings"));
+        }
         let mut exploit = r.bitmaps("exploit postings")?.into_iter();
         let (Some(no), Some(yes), None) = (exploit.next(), exploit.next(), exploit.next()) else {
             return Err(bad("exploit postings"));
         };
         let certificate_names = r.str_map("certificate names")?;
+        let port_repeats = r.map("port repeats", |r| {
+            Port::new(r.u16()?).map_err(|_| bad("a port key"))
+        })?;
+        let protocol_repeats = r.bitmaps("protocol repeats")?;
+        if protocol_repeats.len() > periscope_model::ProtocolToken::all().count() {
+            return Err(bad("more protocol repeats than protocols"));
+        }
+        let beyond = |b: &RoaringBitmap| b.max().is_some_and(|m| m as usize >= services);
+        if cvss_from
+            .iter()
+            .chain(port_repeats.values())
+            .chain(&protocol_repeats)
+            .any(beyond)
+        {
+            return Err(bad("a posting names a service the index does not have"));
+        }
         let port_column = r.vec(services, |r| {
             Port::new(r.u16()?).map_err(|_| bad("a port column value"))
         })?;
@@ -292,8 +424,11 @@ impl ServicePostings {
             cpe,
             cve,
             cvss,
+            cvss_from,
             exploit: [no, yes],
             certificate_names,
+            port_repeats,
+            protocol_repeats,
             columns: ServiceColumns {
                 port: port_column,
                 protocol: protocol_column,
