@@ -2,7 +2,8 @@
 //! charged search per new results page through the API's [`SearchService`], and the results —
 //! the host view for an exact IP, a host list of [`PAGE_HOSTS`] otherwise, with the active
 //! filters, Add filter, the total and Suggested Filters — or the condition in the wording of
-//! the spec's web application messages. Pages already shown come back from [`cache`] free.
+//! the spec's web application messages, which the error table holds
+//! ([`WebWording`], see [`error_wording`]). Pages already shown come back from [`cache`] free.
 //!
 //! Submodules: [`host`] (host views, the Selected host panel), [`filters`] (Add filter and the
 //! chips), [`facets`] (Suggested Filters and the total), [`cache`] (pages already shown).
