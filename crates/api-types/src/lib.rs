@@ -6,8 +6,10 @@
 //!   body (size, `Content-Type`, JSON, every member) and returns a typed [`SearchBody`],
 //!   [`QueryBody`], [`ExposureBody`] or [`HostDetailBody`], or a [`RequestError`] with every
 //!   violation at once;
-//! - [`error`]: [`ErrorCode`] (every top-level code with its status and message),
-//!   [`Violation`] and [`ErrorBody`], the shape of every non-200 answer;
+//! - [`error`]: the error table, [`ErrorCode`] (every top-level code with its status, its
+//!   message and the browser's [`WebWording`]), which the service, the API, the web pages and
+//!   the OpenAPI document read; [`Violation`] and [`ErrorBody`], the shape of every non-200
+//!   answer;
 //! - [`host`] and [`response`]: the 200 bodies, built from the index's results
 //!   (`periscope_index::api`) and the protocol registry;
 //! - [`routes`]: the routes as data ([`ROUTES`]) — method, path, body, response and possible
@@ -44,7 +46,7 @@ pub mod request;
 pub mod response;
 pub mod routes;
 
-pub use error::{ErrorBody, ErrorCode, Violation};
+pub use error::{ErrorBody, ErrorCode, Violation, WebWording};
 pub use host::{
     AsnMatch, DomainItem, DomainMatch, Domains, Evidence, HostResult, Location, Network,
     OrganizationMatch, Service, Services, SummaryFields, Tls, Vulnerabilities, Whois,

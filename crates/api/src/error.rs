@@ -1,5 +1,7 @@
 //! [`ApiError`]: every failure of the HTTP edge, mapped to the specification's error shape in
-//! one place.
+//! one place. Its code is an entry of the error table ([`ErrorCode`], `periscope-api-types`),
+//! which gives the status and the default message; a service outcome names its own entry
+//! ([`ServiceError::error_code`]).
 //!
 //! A handler returns an `ApiError`; its [`IntoResponse`] only parks it in the response's
 //! extensions, and [`crate::edge::request_envelope`] renders it with the request's id — so
@@ -100,21 +102,20 @@ impl From<RequestError> for ApiError {
     }
 }
 
+/// The service's outcome under its entry of the error table
+/// ([`ServiceError::error_code`]), with what only the answer carries: the violations of a
+/// `validation_failed` and the allowance of a `search_limit_reached`.
 impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
+        let error = Self::new(e.error_code());
         match e {
-            ServiceError::Unauthorized => Self::new(ErrorCode::Unauthorized),
-            ServiceError::AccountInactive => Self::new(ErrorCode::AccountInactive),
-            ServiceError::PlanExpired => Self::new(ErrorCode::PlanExpired),
-            ServiceError::PlanUnavailable => Self::new(ErrorCode::CommercialAccessUnavailable),
-            ServiceError::OrganizationRequired => Self::new(ErrorCode::OrganizationRequired),
             ServiceError::Invalid(violations) => {
                 let message = violations
                     .iter()
                     .map(|v| format!("{}: {}", v.field, v.detail))
                     .collect::<Vec<_>>()
                     .join("; ");
-                let mut error = Self::new(ErrorCode::ValidationFailed).with_message(message);
+                let mut error = error.with_message(message);
                 error.violations = violations
                     .into_iter()
                     .map(|v| Violation {
@@ -125,21 +126,12 @@ impl From<ServiceError> for ApiError {
                     .collect();
                 error
             }
-            ServiceError::CursorGone => Self::new(ErrorCode::CursorGone),
-            ServiceError::HostNotFound => Self::new(ErrorCode::HostNotFound),
-            ServiceError::LimitReached(usage) => Self::new(ErrorCode::SearchLimitReached)
-                .with_message(format!(
-                    "the daily allowance of {} searches is used up; it resets at {}",
-                    usage.limit,
-                    usage.resets_at()
-                )),
-            ServiceError::UserConcurrency => Self::new(ErrorCode::UserConcurrencyReached),
-            ServiceError::Capacity => Self::new(ErrorCode::SearchCapacityExhausted),
-            ServiceError::AuditUnavailable => Self::new(ErrorCode::AuditUnavailable),
-            ServiceError::SourceBusy => Self::new(ErrorCode::SearchSourceBusy),
-            ServiceError::Timeout => Self::new(ErrorCode::SearchTimeout),
-            ServiceError::FacetTimeout => Self::new(ErrorCode::FacetTimeout),
-            ServiceError::Unavailable(_) => Self::new(ErrorCode::ServiceUnavailable),
+            ServiceError::LimitReached(usage) => error.with_message(format!(
+                "the daily allowance of {} searches is used up; it resets at {}",
+                usage.limit,
+                usage.resets_at()
+            )),
+            _ => error,
         }
     }
 }

@@ -1,7 +1,10 @@
 //! Why the search service declined or failed a request: one variant per answer of the
-//! specification's error table (plus the DECISIONS.md additions), so the HTTP edge and the
-//! browser map each to their code and wording in one place.
+//! specification's error table (plus the DECISIONS.md additions). Each variant's code — its
+//! HTTP status, the API's sentence and the browser's wording — is an entry of the error table,
+//! [`ErrorCode`] (`periscope-api-types`), given by [`ServiceError::error_code`]; the audit
+//! record, the HTTP edge and the browser all read it from there.
 
+use periscope_api_types::ErrorCode;
 use periscope_index::IndexError;
 use periscope_query::{QueryError, Violation};
 use periscope_state::Usage;
@@ -90,25 +93,26 @@ impl ServiceError {
         Self::Invalid(vec![v.into()])
     }
 
-    /// The specification's error code of this outcome (also what the audit record keeps).
-    pub fn code(&self) -> &'static str {
+    /// The error table's entry of this outcome: its code (also what the audit record keeps),
+    /// status and wording.
+    pub fn error_code(&self) -> ErrorCode {
         match self {
-            Self::Unauthorized => "unauthorized",
-            Self::AccountInactive => "account_inactive",
-            Self::PlanExpired => "plan_expired",
-            Self::PlanUnavailable => "commercial_access_unavailable",
-            Self::OrganizationRequired => "organization_required",
-            Self::Invalid(_) => "validation_failed",
-            Self::CursorGone => "cursor_gone",
-            Self::HostNotFound => "host_not_found",
-            Self::LimitReached(_) => "search_limit_reached",
-            Self::UserConcurrency => "user_concurrency_reached",
-            Self::Capacity => "search_capacity_exhausted",
-            Self::AuditUnavailable => "audit_unavailable",
-            Self::SourceBusy => "search_source_busy",
-            Self::Timeout => "search_timeout",
-            Self::FacetTimeout => "facet_timeout",
-            Self::Unavailable(_) => "service_unavailable",
+            Self::Unauthorized => ErrorCode::Unauthorized,
+            Self::AccountInactive => ErrorCode::AccountInactive,
+            Self::PlanExpired => ErrorCode::PlanExpired,
+            Self::PlanUnavailable => ErrorCode::CommercialAccessUnavailable,
+            Self::OrganizationRequired => ErrorCode::OrganizationRequired,
+            Self::Invalid(_) => ErrorCode::ValidationFailed,
+            Self::CursorGone => ErrorCode::CursorGone,
+            Self::HostNotFound => ErrorCode::HostNotFound,
+            Self::LimitReached(_) => ErrorCode::SearchLimitReached,
+            Self::UserConcurrency => ErrorCode::UserConcurrencyReached,
+            Self::Capacity => ErrorCode::SearchCapacityExhausted,
+            Self::AuditUnavailable => ErrorCode::AuditUnavailable,
+            Self::SourceBusy => ErrorCode::SearchSourceBusy,
+            Self::Timeout => ErrorCode::SearchTimeout,
+            Self::FacetTimeout => ErrorCode::FacetTimeout,
+            Self::Unavailable(_) => ErrorCode::ServiceUnavailable,
         }
     }
 

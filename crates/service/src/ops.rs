@@ -188,14 +188,16 @@ impl SearchService {
         let page = match page {
             Ok(page) => page,
             Err(e) => {
-                self.audit_end(request_id, audit, e.code()).await;
+                self.audit_end(request_id, audit, e.error_code().as_str())
+                    .await;
                 return Err(e);
             }
         };
         self.audit_end(request_id, audit, "ok").await;
         let charged = self.charge(caller, page).await;
         if let Err(e) = &charged {
-            self.audit_end(request_id, audit, e.code()).await;
+            self.audit_end(request_id, audit, e.error_code().as_str())
+                .await;
         }
         charged
     }
@@ -559,7 +561,9 @@ impl SearchService {
             .audit_begin(caller, request_id, operation, subject)
             .await?;
         let result = run.await;
-        let outcome = result.as_ref().map_or_else(ServiceError::code, |_| "ok");
+        let outcome = result
+            .as_ref()
+            .map_or_else(|e| e.error_code().as_str(), |_| "ok");
         self.audit_end(request_id, id, outcome).await;
         result
     }

@@ -11,7 +11,7 @@
 use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use periscope_api_types::ExposureResponse;
+use periscope_api_types::{ExposureResponse, WebWording};
 use periscope_query::{Field, Query};
 use periscope_service::{ExposureRequest, ServiceError};
 
@@ -133,7 +133,7 @@ fn error_body(e: &ServiceError) -> (StatusCode, String) {
     let (status, conditions) = error_wording(e);
     let title = conditions
         .first()
-        .map_or("Search is temporarily unavailable", |(t, _)| *t);
+        .map_or(WebWording::UNAVAILABLE.title, |(t, _)| *t);
     let message = conditions
         .iter()
         .flat_map(|(_, lines)| lines.iter().map(String::as_str))

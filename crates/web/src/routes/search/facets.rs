@@ -123,10 +123,11 @@ pub(crate) async fn facets(
     };
     let answer = match answer {
         Ok(a) => a,
-        Err(ServiceError::FacetTimeout) => {
+        Err(e @ ServiceError::FacetTimeout) => {
+            let title = e.error_code().web().map_or("", |w| w.title);
             return fragment(
                 StatusCode::OK,
-                "<p class=\"facets-status\" role=\"status\">Suggested Filters timed out</p>".into(),
+                format!("<p class=\"facets-status\" role=\"status\">{title}</p>"),
             );
         }
         Err(e) => {

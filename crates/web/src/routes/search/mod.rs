@@ -2,7 +2,8 @@
 //! charged search per new results page through the API's [`SearchService`], and the results —
 //! the host view for an exact IP, a host list of [`PAGE_HOSTS`] otherwise, with the active
 //! filters, Add filter, the total and Suggested Filters — or the condition in the wording of
-//! the spec's web application messages. Pages already shown come back from [`cache`] free.
+//! the spec's web application messages, which the error table holds
+//! ([`WebWording`], see [`error_wording`]). Pages already shown come back from [`cache`] free.
 //!
 //! Submodules: [`host`] (host views, the Selected host panel), [`filters`] (Add filter and the
 //! chips), [`facets`] (Suggested Filters and the total), [`cache`] (pages already shown).
@@ -13,6 +14,7 @@ pub(crate) mod filters;
 pub(crate) mod host;
 
 use axum::http::StatusCode;
+use periscope_api_types::WebWording;
 use periscope_index::HostResult;
 use periscope_query::{Entry, Query, QueryKind, ViolationCode, recognize};
 use periscope_service::{
@@ -197,87 +199,41 @@ pub(crate) fn error_html(e: &ServiceError) -> (StatusCode, String) {
 /// The status and the spec's wording of a refused or failed search or exposure: one title
 /// with its sentences per condition (one per violation of an invalid query). Shared by the
 /// pages ([`error_html`]) and the Globe's JSON (`routes::globe`).
+///
+/// The words and the status are the error table's ([`ServiceError::error_code`],
+/// [`ErrorCode::web`](periscope_api_types::ErrorCode::web)), but for what only the page has: each violation's own title, the
+/// day's count before a reached limit's sentence, an exact IP without a current host (an
+/// empty result, 200), and a code without words of its own ([`WebWording::UNAVAILABLE`],
+/// 503: a signed-in person holds no key, so `unauthorized` is a fault on the service's side).
 pub(crate) fn error_wording(e: &ServiceError) -> (StatusCode, Vec<(&'static str, Vec<String>)>) {
-    use ServiceError as E;
-    let (status, title, lines): (StatusCode, &str, Vec<String>) = match e {
-        E::Invalid(violations) => {
-            let conditions = violations
-                .iter()
-                .map(|v| (violation_title(v), vec![v.detail.clone()]))
-                .collect();
-            return (StatusCode::UNPROCESSABLE_ENTITY, conditions);
-        }
-        E::LimitReached(usage) => (
-            StatusCode::TOO_MANY_REQUESTS,
-            "Search limit reached",
-            vec![format!(
-                "You have used {} of your {} today. Searching resumes at midnight UTC.",
-                grouped(u64::from(usage.used)),
-                count(u64::from(usage.limit), "search", "searches")
-            )],
-        ),
-        E::UserConcurrency => (
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too many searches at once",
-            vec!["Wait for your other searches to finish, then try again.".into()],
-        ),
-        E::Capacity => (
+    if let ServiceError::Invalid(violations) = e {
+        let conditions = violations
+            .iter()
+            .map(|v| (violation_title(v), vec![v.detail.clone()]))
+            .collect();
+        return (StatusCode::UNPROCESSABLE_ENTITY, conditions);
+    }
+    let code = e.error_code();
+    let Some(WebWording { title, sentence }) = code.web() else {
+        let WebWording { title, sentence } = WebWording::UNAVAILABLE;
+        return (
             StatusCode::SERVICE_UNAVAILABLE,
-            "Search capacity is full",
-            vec!["Periscope is running as many searches as it can. Try again shortly.".into()],
-        ),
-        E::Timeout => (
-            StatusCode::GATEWAY_TIMEOUT,
-            "Search timed out",
-            vec!["Narrow the search (add a filter or a smaller range) and try again.".into()],
-        ),
-        E::SourceBusy => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Search could not be run just now",
-            vec!["The scan data is busy. Try again in a moment; nothing was charged.".into()],
-        ),
-        E::CursorGone => (
-            StatusCode::GONE,
-            "This result page has expired",
-            vec!["Run the search again to start from the first page.".into()],
-        ),
-        E::HostNotFound => (
-            StatusCode::OK,
-            "No stored hosts",
-            vec!["Periscope has no current host at this address.".into()],
-        ),
-        E::PlanExpired => (
-            StatusCode::PAYMENT_REQUIRED,
-            "Plan expired",
-            vec!["Your plan does not currently include search access.".into()],
-        ),
-        E::PlanUnavailable => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Entitlements temporarily unreadable",
-            vec!["Your plan could not be confirmed just now. Try again shortly.".into()],
-        ),
-        E::AccountInactive => (
-            StatusCode::FORBIDDEN,
-            "Your account cannot search right now",
-            vec!["Searching is switched off for this account. Contact your administrator.".into()],
-        ),
-        E::OrganizationRequired => (
-            StatusCode::BAD_REQUEST,
-            "Organization required",
-            vec!["Your account does not belong to exactly one organization.".into()],
-        ),
-        E::FacetTimeout => (
-            StatusCode::GATEWAY_TIMEOUT,
-            "Suggested Filters timed out",
-            vec!["Try again shortly; nothing was charged.".into()],
-        ),
-        E::Unauthorized | E::AuditUnavailable | E::Unavailable(_) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Search is temporarily unavailable",
-            vec!["Try again shortly; nothing was charged.".into()],
-        ),
+            vec![(title, vec![sentence.into()])],
+        );
     };
-    (status, vec![(title, lines)])
+    let status = match e {
+        ServiceError::HostNotFound => StatusCode::OK,
+        _ => StatusCode::from_u16(code.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
+    };
+    let line = match e {
+        ServiceError::LimitReached(usage) => format!(
+            "You have used {} of your {} today. {sentence}",
+            grouped(u64::from(usage.used)),
+            count(u64::from(usage.limit), "search", "searches")
+        ),
+        _ => sentence.into(),
+    };
+    (status, vec![(title, vec![line])])
 }
 
 /// The host list: one row per host (address, network, place, up to five services with the
