@@ -3,6 +3,8 @@
 //! extracting only the embedded files, and the offline directory. The tarballs are made here
 //! (flate2 and tar); nothing is fetched.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)] // Test code: a panic is the report.
+
 #[path = "../build/assets.rs"]
 mod assets;
 
