@@ -175,27 +175,6 @@ fn same_details(
 // ---------------------------------------------------------------------------------------------
 // The layered view: a base and a delta of later batches.
 
-/// A fresh directory per case, removed on drop.
-struct CaseDir(std::path::PathBuf);
-
-impl CaseDir {
-    fn new() -> Self {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let dir =
-            std::env::temp_dir().join(format!("periscope-layered-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for CaseDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A `LiveIndex` whose base holds `base` (a full rebuild at `now()`) and whose delta holds
 /// `later` (each batch applied, and the delta refreshed at `at` after it when its flag says
 /// so, then refreshed once more at `at`), with the reference fed everything; checks that the
@@ -261,7 +240,7 @@ proptest! {
         limit in 1..4usize,
         later_day in any::<bool>(),
     ) {
-        let dir = CaseDir::new();
+        let dir = CaseDir::new("layered");
         // A month later, services observed at TIMES[1] have left the window, TIMES[2] not.
         let at = if later_day { Timestamp::parse(LATER).unwrap() } else { now() };
         let (reference, live) = layered(&dir, config(max), &base, &later, at);

@@ -142,29 +142,6 @@ fn same(
     Ok(())
 }
 
-/// A fresh directory per case, removed on drop.
-struct CaseDir(std::path::PathBuf);
-
-impl CaseDir {
-    fn new() -> Self {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!(
-            "periscope-service-clauses-{}-{n}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for CaseDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -199,7 +176,7 @@ proptest! {
         queries in proptest::collection::vec(several(), 1..10),
         later_day in any::<bool>(),
     ) {
-        let dir = CaseDir::new();
+        let dir = CaseDir::new("service-clauses");
         let config = IndexConfig::default();
         // A month later, services observed at TIMES[1] have left the window.
         let at = if later_day { Timestamp::parse(LATER).unwrap() } else { now() };

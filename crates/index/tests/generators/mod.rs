@@ -503,3 +503,24 @@ pub fn same_detail(
     }
     Err(TestCaseError::fail("more than 100 detail pages"))
 }
+
+/// A fresh directory per case (named by `purpose`, the process and a counter), removed on drop.
+pub struct CaseDir(pub std::path::PathBuf);
+
+impl CaseDir {
+    pub fn new(purpose: &str) -> Self {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir =
+            std::env::temp_dir().join(format!("periscope-{purpose}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for CaseDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
