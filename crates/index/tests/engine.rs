@@ -31,21 +31,6 @@ use proptest::prelude::*;
 mod generators;
 use generators::*;
 
-fn both(config: IndexConfig, lines: &[String]) -> (ReferenceIndex, EmbeddedIndex) {
-    let mut reference = ReferenceIndex::new(config);
-    for obs in read(lines) {
-        reference.apply(&obs);
-    }
-    let engine = EmbeddedIndex::build(
-        config,
-        now(),
-        reference.records().cloned(),
-        reference.domain_scans().clone(),
-    )
-    .unwrap();
-    (reference, engine)
-}
-
 fn config(max_host_only_results: u64) -> IndexConfig {
     IndexConfig {
         max_host_only_results,

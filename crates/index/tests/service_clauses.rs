@@ -15,7 +15,6 @@
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
 use periscope_index::api::ScanIndex;
-use periscope_index::engine::EmbeddedIndex;
 use periscope_index::{IndexConfig, LiveIndex, ReferenceIndex};
 use periscope_model::{CountryCode, Cvss, CvssRange, Port, ProtocolToken, Timestamp};
 use periscope_query::{Clause, FilterQuery, Query};
@@ -150,18 +149,7 @@ proptest! {
         lines in scored_lines(60),
         queries in proptest::collection::vec(several(), 1..10),
     ) {
-        let config = IndexConfig::default();
-        let mut reference = ReferenceIndex::new(config);
-        for obs in read(&lines) {
-            reference.apply(&obs);
-        }
-        let engine = EmbeddedIndex::build(
-            config,
-            now(),
-            reference.records().cloned(),
-            reference.domain_scans().clone(),
-        )
-        .unwrap();
+        let (reference, engine) = both(IndexConfig::default(), &lines);
         same(now(), &reference, &engine, &queries)?;
     }
 }

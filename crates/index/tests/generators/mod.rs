@@ -524,3 +524,22 @@ impl Drop for CaseDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The reference over `lines` and the embedded engine built from its records at [`now`].
+pub fn both(
+    config: periscope_index::IndexConfig,
+    lines: &[String],
+) -> (ReferenceIndex, periscope_index::EmbeddedIndex) {
+    let mut reference = ReferenceIndex::new(config);
+    for obs in read(lines) {
+        reference.apply(&obs);
+    }
+    let engine = periscope_index::EmbeddedIndex::build(
+        config,
+        now(),
+        reference.records().cloned(),
+        reference.domain_scans().clone(),
+    )
+    .unwrap();
+    (reference, engine)
+}
