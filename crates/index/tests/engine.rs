@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use periscope_index::api::{ScanIndex, SearchOutcome, SearchRequest};
 use periscope_index::engine::{BuildError, EmbeddedIndex};
-use periscope_index::{HostRecord, IndexConfig, LiveIndex, ReferenceIndex};
+use periscope_index::{HostRecord, IndexConfig, ReferenceIndex};
 use periscope_model::{DomainName, Timestamp};
 use periscope_query::{Query, Resolution};
 use proptest::prelude::*;
@@ -159,49 +159,6 @@ fn same_details(
 
 // ---------------------------------------------------------------------------------------------
 // The layered view: a base and a delta of later batches.
-
-/// A `LiveIndex` whose base holds `base` (a full rebuild at `now()`) and whose delta holds
-/// `later` (each batch applied, and the delta refreshed at `at` after it when its flag says
-/// so, then refreshed once more at `at`), with the reference fed everything; checks that the
-/// base was not rebuilt. With `at` later than `now()`, services the window leaves between
-/// the two go through the delta.
-fn layered(
-    dir: &CaseDir,
-    config: IndexConfig,
-    base: &[String],
-    later: &[(Vec<String>, bool)],
-    at: Timestamp,
-) -> (ReferenceIndex, LiveIndex) {
-    let (live, _) = LiveIndex::open(&dir.0.join("scan.store"), config, now()).unwrap();
-    let mut reference = ReferenceIndex::new(config);
-    let observations = read(base);
-    for obs in &observations {
-        reference.apply(obs);
-    }
-    live.apply_batch(&observations).unwrap();
-    live.set_delta_limit(Some(0));
-    live.refresh(now()).unwrap();
-    live.set_delta_limit(None);
-    let first = std::sync::Arc::clone(live.current().base());
-    assert_eq!(live.current().delta_addresses(), 0);
-    for (batch, refresh) in later {
-        let observations = read(batch);
-        for obs in &observations {
-            reference.apply(obs);
-        }
-        live.apply_batch(&observations).unwrap();
-        if *refresh {
-            live.refresh_delta(at).unwrap();
-        }
-    }
-    live.refresh_delta(at).unwrap();
-    assert!(!live.is_stale());
-    assert!(
-        std::sync::Arc::ptr_eq(&first, live.current().base()),
-        "a delta refresh rebuilt the base"
-    );
-    (reference, live)
-}
 
 fn batches() -> impl Strategy<Value = Vec<(Vec<String>, bool)>> {
     proptest::collection::vec(

@@ -168,30 +168,14 @@ proptest! {
         let config = IndexConfig::default();
         // A month later, services observed at TIMES[1] have left the window.
         let at = if later_day { Timestamp::parse(LATER).unwrap() } else { now() };
-        let path = dir.0.join("scan.store");
-        let mut reference = ReferenceIndex::new(config);
-        {
-            let (live, _) = LiveIndex::open(&path, config, now()).unwrap();
-            let observations = read(&base);
-            for obs in &observations {
-                reference.apply(obs);
-            }
-            live.apply_batch(&observations).unwrap();
-            live.set_delta_limit(Some(0));
-            live.refresh(now()).unwrap();
-            live.set_delta_limit(None);
-            for batch in &later {
-                let observations = read(batch);
-                for obs in &observations {
-                    reference.apply(obs);
-                }
-                live.apply_batch(&observations).unwrap();
-                live.refresh_delta(at).unwrap();
-            }
+        let every: Vec<(Vec<String>, bool)> = later.into_iter().map(|b| (b, true)).collect();
+        let reference = {
+            let (reference, live) = layered(&dir, config, &base, &every, at);
             same(at, &reference, &live, &queries)?;
-        }
+            reference
+        };
         // Reopened: the saved base (and the journal of its delta) read back from their files.
-        let (live, _) = LiveIndex::open(&path, config, at).unwrap();
+        let (live, _) = LiveIndex::open(&dir.0.join("scan.store"), config, at).unwrap();
         same(at, &reference, &live, &queries)?;
     }
 }

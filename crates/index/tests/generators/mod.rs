@@ -543,3 +543,47 @@ pub fn both(
     .unwrap();
     (reference, engine)
 }
+
+/// A `LiveIndex` whose base holds `base` (a full rebuild at `now()`) and whose delta holds
+/// `later` (each batch applied, and the delta refreshed at `at` after it when its flag says
+/// so, then refreshed once more at `at`), with the reference fed everything; checks that the
+/// base was not rebuilt. With `at` later than `now()`, services the window leaves between
+/// the two go through the delta.
+pub fn layered(
+    dir: &CaseDir,
+    config: periscope_index::IndexConfig,
+    base: &[String],
+    later: &[(Vec<String>, bool)],
+    at: Timestamp,
+) -> (ReferenceIndex, periscope_index::LiveIndex) {
+    let (live, _) =
+        periscope_index::LiveIndex::open(&dir.0.join("scan.store"), config, now()).unwrap();
+    let mut reference = ReferenceIndex::new(config);
+    let observations = read(base);
+    for obs in &observations {
+        reference.apply(obs);
+    }
+    live.apply_batch(&observations).unwrap();
+    live.set_delta_limit(Some(0));
+    live.refresh(now()).unwrap();
+    live.set_delta_limit(None);
+    let first = std::sync::Arc::clone(live.current().base());
+    assert_eq!(live.current().delta_addresses(), 0);
+    for (batch, refresh) in later {
+        let observations = read(batch);
+        for obs in &observations {
+            reference.apply(obs);
+        }
+        live.apply_batch(&observations).unwrap();
+        if *refresh {
+            live.refresh_delta(at).unwrap();
+        }
+    }
+    live.refresh_delta(at).unwrap();
+    assert!(!live.is_stale());
+    assert!(
+        std::sync::Arc::ptr_eq(&first, live.current().base()),
+        "a delta refresh rebuilt the base"
+    );
+    (reference, live)
+}
