@@ -3,7 +3,8 @@
 //! This file dispatches the subcommands and holds `bench synth`; `bench index` (ingest,
 //! start-up, memory and query latency of the embedded scan index) lives in [`index`], and
 //! its ClickHouse part (`--index clickhouse://…`: the same operations on the ClickHouse
-//! engine and as hand-written SQL) in [`clickhouse`].
+//! engine and as hand-written SQL) in [`clickhouse`]. The hidden `bench open` is the child
+//! process `bench index` measures each start of a server in.
 //!
 //! `bench synth` runs the synthetic-data generator into a counting sink (no disk) several
 //! times and reports the median, minimum and maximum rate in records and megabytes per second,
@@ -34,6 +35,11 @@ pub(crate) enum Command {
     /// with --index clickhouse://…, also on ClickHouse, beside the same questions in
     /// hand-written SQL.
     Index(index::IndexArgs),
+    /// Open the index of a data directory as `serve` does, in this process, and print what
+    /// the start cost (seconds, resident memory) as one JSON line. `bench index` runs it as
+    /// a child process, so each start is measured in a process of its own.
+    #[command(hide = true)]
+    Open(index::OpenArgs),
 }
 
 /// Arguments of `periscope bench synth`.
@@ -55,6 +61,7 @@ pub(crate) fn run(command: &Command) -> Result<ExitCode> {
     match command {
         Command::Synth(args) => synth(args),
         Command::Index(args) => index::run(args),
+        Command::Open(args) => index::open(args),
     }
 }
 

@@ -100,11 +100,33 @@ fn reports_every_operation_with_matches_and_json() {
     );
     assert!(dir.join("data/scan.index").is_file());
     assert!(value["first_start_seconds"].is_number());
+    // Each start ran in a process of its own and reported its memory.
+    let first = &value["first_start"];
+    assert!(first["built_because"].is_string(), "{first}");
+    let restart = &value["restart"];
+    assert!(restart["built_because"].is_null(), "{restart}");
+    for start in [first, restart] {
+        let steady = start["vm_rss_steady_bytes"].as_u64().expect("steady");
+        let peak = start["vm_hwm_bytes"].as_u64().expect("peak");
+        assert!(steady > 0 && peak >= steady, "{start}");
+    }
+    assert_eq!(
+        value["memory"]["restart_vm_rss_steady_bytes"],
+        restart["vm_rss_steady_bytes"]
+    );
+    assert!(
+        value["memory"]["serving_bytes"].as_u64().expect("serving")
+            >= restart["vm_rss_steady_bytes"].as_u64().expect("steady")
+    );
 
     // A second run measures the same store without building it, loading the index file.
     let again = bench(&dir, &["--reuse"]);
     assert!(again.contains("ingest:           skipped"), "{again}");
     assert!(!again.contains("first start:"), "{again}");
+    assert!(
+        again.contains("memory:           serving process VmRSS"),
+        "{again}"
+    );
     assert!(!again.lines().any(|l| l.starts_with("synth:")), "{again}");
     for op in OPERATIONS {
         row(&again, op);

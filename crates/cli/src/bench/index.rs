@@ -7,8 +7,12 @@
 //!    `periscope ingest` ([`ingest_paths`]), and deleted again unless `--keep-input`.
 //!    `DIR/dataset.txt` records what was built, so `--reuse` can skip this stage and measure
 //!    the store already there.
-//! 2. **Start to serving.** [`open_index`] opens the store and builds the index, timed as
-//!    one step; then resident memory (`VmRSS`, `VmHWM`) and the size of `DIR/data` are read.
+//! 2. **Start to serving.** Each start runs in a process of its own (`periscope bench open`,
+//!    [`start_process`]), as a server's does: the first start after an ingest builds the
+//!    index and saves its file, a restart loads the file; each reports its time and its
+//!    resident memory right after opening, once settled ([`SETTLE`]) and at its peak
+//!    (`VmRSS`, `VmHWM`). Then this process loads the same file for the queries, and the
+//!    size of `DIR/data` is read.
 //! 3. **Queries.** Query values are drawn from the store itself (every k-th host record, see
 //!    [`sample_hosts`]), so each one matches something; every operation cycles through up to
 //!    [`VALUES_PER_OP`] of them. After one warm-up pass over every value, operations run one at
@@ -256,7 +260,7 @@ impl Target {
             Self::P50Ms(ms) => format!("≤ {ms} ms"),
             Self::ObsPerSecond(n) => format!("≥ {} obs/s", group(n as u64)),
             Self::Seconds(s) => format!("≤ {s} s"),
-            Self::Bytes(b) => format!("≤ {} GiB", b >> 30),
+            Self::Bytes(b) => format!("≤ {} GB", b as f64 / 1e9),
         }
     }
 
@@ -273,12 +277,12 @@ impl Target {
     }
 }
 
-/// Ingest rate target.
-const INGEST_TARGET: Target = Target::ObsPerSecond(200_000.0);
-/// Start-to-serving target.
-const SERVING_TARGET: Target = Target::Seconds(30.0);
-/// Resident memory target (after the index is open).
-const MEMORY_TARGET: Target = Target::Bytes(4 << 30);
+/// Ingest rate target (issue 17).
+const INGEST_TARGET: Target = Target::ObsPerSecond(400_000.0);
+/// Start-to-serving target (issue 17).
+const SERVING_TARGET: Target = Target::Seconds(3.0);
+/// Resident memory target of a serving process (issue 17).
+const MEMORY_TARGET: Target = Target::Bytes(1_500_000_000);
 
 /// One call to the index.
 #[derive(Debug)]
@@ -437,30 +441,23 @@ pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
         _ => None,
     };
     let clickhouse_disk = server.as_ref().map(clickhouse::disk_bytes).transpose()?;
-    let rss_before = status_kib("VmRSS");
-
-    let started = Instant::now();
-    let (mut live, mut opened) = open_index(&data, dataset.as_of)?;
-    let mut serving_seconds = started.elapsed().as_secs_f64();
+    // Each start is measured in a process of its own, as a server starts: the first start
+    // after an ingest builds the index and saves its file, a restart loads that file.
+    let mut serving = start_process(&data, dataset.as_of)?;
     let mut first_start = None;
-    if let Opened::Built { why, saved } = &opened {
-        // The first start after an ingest builds the index and saves its file; a restart
-        // loads that file. Both are reported; "start to serving" is the restart.
-        saved
-            .as_ref()
-            .map_err(|e| anyhow::anyhow!("cannot save the index file: {e}"))?;
-        first_start = Some((serving_seconds, why.to_string()));
-        drop(live);
-        let restarted = Instant::now();
-        (live, opened) = open_index(&data, dataset.as_of)?;
-        serving_seconds = restarted.elapsed().as_secs_f64();
+    if serving.built.is_some() {
+        first_start = Some(serving);
+        serving = start_process(&data, dataset.as_of)?;
     }
+    if let Some(why) = &serving.built {
+        bail!("the index file just saved was not loaded on restart: {why}");
+    }
+    // This process loads the same file to measure the operations.
+    let (live, opened) = open_index(&data, dataset.as_of)?;
     if !matches!(opened, Opened::Loaded) {
-        bail!("the index file just saved was not loaded on restart: {opened:?}");
+        bail!("the index file just loaded by a new process was not loaded here: {opened:?}");
     }
     let index = live.current();
-    let rss = status_kib("VmRSS");
-    let hwm = status_kib("VmHWM");
     let disk_bytes = tree_bytes(&data)?;
     let stats = index.stats();
 
@@ -475,6 +472,7 @@ pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
         group(stats.hosts)
     );
     let results = measure(&index, &ops, dataset.as_of)?;
+    let rss_after_operations = status_kib("VmRSS");
     drop(index);
     let clickhouse_run = match (server, clickhouse_disk) {
         (Some(server), Some(disk_bytes)) => {
@@ -505,13 +503,11 @@ pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
         dataset,
         built: built.as_ref(),
         first_start,
-        serving_seconds,
+        serving,
         index_hosts: stats.hosts,
         index_services: stats.services,
         index_bytes: stats.index_bytes,
-        rss_before_kib: rss_before,
-        rss_kib: rss,
-        hwm_kib: hwm,
+        rss_after_operations_kib: rss_after_operations,
         disk_bytes,
         samples: samples.len(),
         sampling_seconds,
@@ -557,6 +553,140 @@ pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
 /// when it matches the store, otherwise building the index (current at `now`) and saving it:
 /// everything between a server starting and serving its first search. The one place that
 /// knows how the index is opened.
+/// Arguments of the hidden `periscope bench open`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct OpenArgs {
+    /// The data directory (holding `scan.store`).
+    #[arg(long, value_name = "DIR")]
+    data: PathBuf,
+    /// The instant the index is built current at.
+    #[arg(long, value_name = "DATE", value_parser = parse_as_of)]
+    as_of: Timestamp,
+}
+
+/// How long a started process rests before its steady `VmRSS` is read: the allocator returns
+/// freed pages to the system after a short delay, as a server's would while it waits for its
+/// first request.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// What one start of a process measured: `periscope bench open` prints it as JSON, `bench
+/// index` reads it back.
+#[derive(Debug, Clone, PartialEq)]
+struct Start {
+    /// Opening the store and building or loading the index.
+    seconds: f64,
+    /// Why the index file was not used, when the start built the index; `None` when it
+    /// loaded the file.
+    built: Option<String>,
+    /// `VmRSS` right after opening.
+    opened_kib: Option<u64>,
+    /// `VmRSS` after [`SETTLE`]: what the process keeps.
+    steady_kib: Option<u64>,
+    /// `VmHWM`: the peak of the whole start.
+    peak_kib: Option<u64>,
+}
+
+impl Start {
+    fn to_json(&self) -> Value {
+        json!({
+            "seconds": self.seconds,
+            "built": self.built,
+            "vm_rss_opened_kib": self.opened_kib,
+            "vm_rss_steady_kib": self.steady_kib,
+            "vm_hwm_kib": self.peak_kib,
+        })
+    }
+
+    fn from_json(value: &Value) -> Option<Self> {
+        // Every key must be there; `null` is a figure the child could not read.
+        let kib = |key: &str| match value.get(key)? {
+            Value::Null => Some(None),
+            v => v.as_u64().map(Some),
+        };
+        let built = match value.get("built")? {
+            Value::Null => None,
+            v => Some(v.as_str()?.to_string()),
+        };
+        Some(Self {
+            seconds: value["seconds"].as_f64()?,
+            built,
+            opened_kib: kib("vm_rss_opened_kib")?,
+            steady_kib: kib("vm_rss_steady_kib")?,
+            peak_kib: kib("vm_hwm_kib")?,
+        })
+    }
+
+    /// The figures as the report's JSON has them (bytes, not KiB).
+    fn report_json(&self) -> Value {
+        let bytes = |kib: Option<u64>| kib.map(|k| k * 1024);
+        json!({
+            "seconds": self.seconds,
+            "built_because": self.built,
+            "vm_rss_opened_bytes": bytes(self.opened_kib),
+            "vm_rss_steady_bytes": bytes(self.steady_kib),
+            "vm_hwm_bytes": bytes(self.peak_kib),
+        })
+    }
+
+    /// `VmRSS 473.1 MiB steady (480.0 MiB when opened), peak VmHWM 500.2 MiB`.
+    fn memory_text(&self) -> String {
+        let or_unknown = |kib: Option<u64>| kib.map_or_else(|| "unknown".into(), mib);
+        format!(
+            "VmRSS {} steady ({} when opened), peak VmHWM {}",
+            or_unknown(self.steady_kib),
+            or_unknown(self.opened_kib),
+            or_unknown(self.peak_kib)
+        )
+    }
+}
+
+/// Runs `periscope bench open`: opens the index of `--data` as `serve` does and prints the
+/// [`Start`] as one JSON line.
+pub(crate) fn open(args: &OpenArgs) -> Result<ExitCode> {
+    let started = Instant::now();
+    let (live, opened) = open_index(&args.data, args.as_of)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let built = match opened {
+        Opened::Loaded => None,
+        Opened::Built { why, saved } => {
+            saved.map_err(|e| anyhow::anyhow!("cannot save the index file: {e}"))?;
+            Some(why.to_string())
+        }
+    };
+    let opened_kib = status_kib("VmRSS");
+    std::thread::sleep(SETTLE);
+    let start = Start {
+        seconds,
+        built,
+        opened_kib,
+        steady_kib: status_kib("VmRSS"),
+        peak_kib: status_kib("VmHWM"),
+    };
+    println!("{}", start.to_json());
+    drop(live);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Starts `periscope bench open` on `data` as a child process and reads what it measured.
+fn start_process(data: &Path, as_of: Timestamp) -> Result<Start> {
+    let exe = std::env::current_exe().context("cannot find this program to start it again")?;
+    let out = std::process::Command::new(exe)
+        .args(["bench", "open", "--data"])
+        .arg(data)
+        .args(["--as-of", &as_of.to_string()])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("cannot start a process to open the index")?;
+    if !out.status.success() {
+        bail!("the process opening the index failed ({})", out.status);
+    }
+    let value: Value = serde_json::from_slice(&out.stdout)
+        .context("the process opening the index printed no JSON")?;
+    Start::from_json(&value).with_context(|| {
+        format!("the process opening the index printed an unexpected report: {value}")
+    })
+}
+
 fn open_index(data: &Path, now: Timestamp) -> Result<(LiveIndex, Opened)> {
     let path = data.join(STORE_FILE);
     LiveIndex::open(&path, IndexConfig::default(), now)
@@ -1202,20 +1332,35 @@ struct Setup<'a> {
     dir: &'a Path,
     dataset: Dataset,
     built: Option<&'a Built>,
-    /// The first start, when it built the index (seconds, why the file was not used).
-    first_start: Option<(f64, String)>,
-    /// Start to serving: loading the index file.
-    serving_seconds: f64,
+    /// The first start, when it built the index.
+    first_start: Option<Start>,
+    /// Start to serving: a new process loading the index file.
+    serving: Start,
     index_hosts: u64,
     index_services: u64,
     index_bytes: u64,
-    rss_before_kib: Option<u64>,
-    rss_kib: Option<u64>,
-    hwm_kib: Option<u64>,
+    /// This process's `VmRSS` after the operations (it loaded the same index file; it also
+    /// ingested when the dataset was built in this run).
+    rss_after_operations_kib: Option<u64>,
     disk_bytes: u64,
     samples: usize,
     sampling_seconds: f64,
     third: f64,
+}
+
+impl Setup<'_> {
+    /// The resident memory a serving process holds: the restart's steady `VmRSS`, or this
+    /// process's after the operations when it only loaded the index (`--reuse`) and holds
+    /// more (pages of the index the operations touched).
+    fn serving_kib(&self) -> Option<u64> {
+        let after = self
+            .rss_after_operations_kib
+            .filter(|_| self.built.is_none());
+        match (self.serving.steady_kib, after) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 pub(super) fn ms(d: Duration) -> f64 {
@@ -1337,42 +1482,48 @@ fn write_setup(out: &mut impl Write, s: &Setup<'_>) -> io::Result<()> {
             "ingest:           skipped (--reuse: the store in DIR/data is measured as it is)"
         )?,
     }
-    if let Some((seconds, why)) = &s.first_start {
+    if let Some(first) = &s.first_start {
         writeln!(
             out,
-            "first start:      {seconds:.2} s (open the store, build the index and save its \
-             file: {why})"
+            "first start:      {:.2} s (a new process: open the store, build the index and \
+             save its file: {}); {}",
+            first.seconds,
+            first.built.as_deref().unwrap_or("built"),
+            first.memory_text()
         )?;
     }
     writeln!(
         out,
-        "start to serving: {:.2} s (open the store, load the index file: {} hosts, {} \
-         services, postings {})   target {} {}",
-        s.serving_seconds,
+        "start to serving: {:.2} s (a new process: open the store, load the index file: {} \
+         hosts, {} services, postings {})   target {} {}",
+        s.serving.seconds,
         group(s.index_hosts),
         group(s.index_services),
         megabytes(s.index_bytes),
         SERVING_TARGET.text(),
-        SERVING_TARGET.verdict(s.serving_seconds)
+        SERVING_TARGET.verdict(s.serving.seconds)
     )?;
-    match s.rss_kib {
-        Some(rss) => writeln!(
-            out,
-            "memory:           VmRSS {} with the index open (before opening {}), VmHWM {}   \
-             target {} {}{}",
-            mib(rss),
-            s.rss_before_kib.map_or_else(|| "unknown".into(), mib),
-            s.hwm_kib.map_or_else(|| "unknown".into(), mib),
+    let verdict = match s.serving_kib() {
+        Some(kib) => format!(
+            "   target {} {}",
             MEMORY_TARGET.text(),
-            MEMORY_TARGET.verdict(rss as f64 * 1024.0),
-            if s.built.is_some() {
-                " (this process also ingested: rerun with --reuse for a clean figure)"
-            } else {
-                ""
-            }
-        )?,
-        None => writeln!(out, "memory:           unknown (no /proc/self/status)")?,
-    }
+            MEMORY_TARGET.verdict(kib as f64 * 1024.0)
+        ),
+        None => String::new(),
+    };
+    writeln!(
+        out,
+        "memory:           serving process {}; this process after the operations VmRSS {}{}{}",
+        s.serving.memory_text(),
+        s.rss_after_operations_kib
+            .map_or_else(|| "unknown".into(), mib),
+        if s.built.is_some() {
+            " (it also ingested)"
+        } else {
+            ""
+        },
+        verdict
+    )?;
     writeln!(
         out,
         "disk:             DIR/data {}",
@@ -1455,7 +1606,7 @@ fn to_json(s: &Setup<'_>, results: &[OpResult]) -> Value {
             "ok": INGEST_TARGET.met(rate),
         })
     });
-    let rss = s.rss_kib.map(|k| k as f64 * 1024.0);
+    let serving = s.serving_kib().map(|k| k as f64 * 1024.0);
     json!({
         "debug_build": cfg!(debug_assertions),
         "dataset": {
@@ -1466,21 +1617,26 @@ fn to_json(s: &Setup<'_>, results: &[OpResult]) -> Value {
             "reused": s.built.is_none(),
         },
         "ingest": ingest,
-        "first_start_seconds": s.first_start.as_ref().map(|(seconds, _)| *seconds),
+        "first_start_seconds": s.first_start.as_ref().map(|f| f.seconds),
+        "first_start": s.first_start.as_ref().map(Start::report_json),
+        "restart": s.serving.report_json(),
         "start_to_serving": {
-            "seconds": s.serving_seconds,
+            "seconds": s.serving.seconds,
             "index_hosts": s.index_hosts,
             "index_services": s.index_services,
             "index_bytes": s.index_bytes,
             "target": SERVING_TARGET.text(),
-            "ok": SERVING_TARGET.met(s.serving_seconds),
+            "ok": SERVING_TARGET.met(s.serving.seconds),
         },
         "memory": {
-            "vm_rss_bytes": bytes(s.rss_kib),
-            "vm_rss_before_open_bytes": bytes(s.rss_before_kib),
-            "vm_hwm_bytes": bytes(s.hwm_kib),
+            "serving_bytes": bytes(s.serving_kib()),
+            "restart_vm_rss_steady_bytes": bytes(s.serving.steady_kib),
+            "restart_vm_hwm_bytes": bytes(s.serving.peak_kib),
+            "first_start_vm_rss_steady_bytes": bytes(s.first_start.as_ref().and_then(|f| f.steady_kib)),
+            "first_start_vm_hwm_bytes": bytes(s.first_start.as_ref().and_then(|f| f.peak_kib)),
+            "after_operations_vm_rss_bytes": bytes(s.rss_after_operations_kib),
             "target": MEMORY_TARGET.text(),
-            "ok": rss.map(|r| MEMORY_TARGET.met(r)),
+            "ok": serving.map(|r| MEMORY_TARGET.met(r)),
         },
         "disk_bytes": s.disk_bytes,
         "sampled_hosts": s.samples,
@@ -1516,6 +1672,49 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_start_reads_back_what_the_child_printed() {
+        let built = Start {
+            seconds: 1.25,
+            built: Some("there is no index file".into()),
+            opened_kib: Some(600),
+            steady_kib: Some(500),
+            peak_kib: Some(900),
+        };
+        assert_eq!(Start::from_json(&built.to_json()), Some(built.clone()));
+        let unknown = Start {
+            built: None,
+            opened_kib: None,
+            steady_kib: None,
+            peak_kib: None,
+            ..built
+        };
+        assert_eq!(Start::from_json(&unknown.to_json()), Some(unknown));
+        // A report missing a figure or with one of the wrong type is not read as unknown.
+        let mut value = built_json();
+        value
+            .as_object_mut()
+            .expect("an object")
+            .remove("vm_hwm_kib");
+        assert_eq!(Start::from_json(&value), None);
+        let mut value = built_json();
+        value["vm_rss_steady_kib"] = json!("500");
+        assert_eq!(Start::from_json(&value), None);
+        let mut value = built_json();
+        value["built"] = json!(true);
+        assert_eq!(Start::from_json(&value), None);
+    }
+
+    fn built_json() -> Value {
+        json!({
+            "seconds": 2.0,
+            "built": "stale",
+            "vm_rss_opened_kib": 1,
+            "vm_rss_steady_kib": 2,
+            "vm_hwm_kib": 3,
+        })
+    }
+
+    #[test]
     fn nearest_rank_percentiles() {
         let v: Vec<u32> = (1..=100).collect();
         assert_eq!(percentile(&v, 0.5), 50);
@@ -1548,7 +1747,10 @@ mod tests {
         assert!(Target::P50Ms(1.0).met(0.5));
         assert!(!Target::P50Ms(1.0).met(1.5));
         assert!(Target::ObsPerSecond(200_000.0).met(250_000.0));
-        assert_eq!(MEMORY_TARGET.text(), "≤ 4 GiB");
+        assert_eq!(MEMORY_TARGET.text(), "≤ 1.5 GB");
+        assert!(MEMORY_TARGET.met(1.4e9) && !MEMORY_TARGET.met(1.6e9));
+        assert_eq!(INGEST_TARGET.text(), "≥ 400,000 obs/s");
+        assert_eq!(SERVING_TARGET.text(), "≤ 3 s");
     }
 
     #[test]
