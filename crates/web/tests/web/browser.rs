@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use periscope_signin::BANNER;
+use periscope_ui::BANNER;
 use periscope_state::testing::on_each_backend;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
