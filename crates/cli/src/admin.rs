@@ -149,7 +149,10 @@ enum Command {
 
 /// An organisation name: no control characters (they would reach every listing's reader).
 fn parse_org(s: &str) -> Result<String, String> {
-    match s.chars().find(|&c| periscope_model::text::is_hidden_control(c)) {
+    match s
+        .chars()
+        .find(|&c| periscope_model::text::is_hidden_control(c))
+    {
         Some(c) => Err(format!(
             "the organisation name contains the control character U+{:04X}; write it on one \
              line without control characters",

@@ -118,8 +118,14 @@ mod tests {
             link: Some(("/x?a=1&b=\"2\"".into(), "<i>go</i>".into())),
         })
         .into_string();
-        assert!(!view.contains("<script>") && !view.contains("<b>"), "{view}");
+        assert!(
+            !view.contains("<script>") && !view.contains("<b>"),
+            "{view}"
+        );
         assert!(view.contains("&lt;script&gt;"), "{view}");
-        assert!(view.contains("href=\"/x?a=1&amp;b=&quot;2&quot;\""), "{view}");
+        assert!(
+            view.contains("href=\"/x?a=1&amp;b=&quot;2&quot;\""),
+            "{view}"
+        );
     }
 }

@@ -15,7 +15,6 @@ use crate::demo::{self, DEMO_NOTICE};
 /// terms apply to every account).
 pub const BANNER: &str = "Preview: Periscope is a preview service, free of charge and offered to businesses only. Its functions and limits may change at any time. The accepted terms apply to every account.";
 
-
 /// One page's frame: everything but its content.
 #[derive(Debug)]
 pub struct Layout<'a> {
@@ -79,7 +78,10 @@ pub fn html_response(status: StatusCode, csp: &'static str, markup: Markup) -> R
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
     crate::headers::secure_headers(headers);
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(csp));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(csp),
+    );
     response
 }
 
@@ -123,11 +125,17 @@ mod tests {
     fn the_layout_orders_banner_notice_top_bar_and_content() {
         let page = layout(true, "T");
         let at = |s: &str| page.find(s).unwrap_or_else(|| panic!("no {s} in {page}"));
-        assert!(page.starts_with("<!doctype html>\n<html lang=\"en\">"), "{page}");
+        assert!(
+            page.starts_with("<!doctype html>\n<html lang=\"en\">"),
+            "{page}"
+        );
         assert!(at("<div class=\"banner\" role=\"note\">") < at("class=\"banner demo\""));
         assert!(at("class=\"banner demo\"") < at("<header class=\"top\">"));
         assert!(at("<header class=\"top\">") < at("<main>content</main>"));
-        assert!(page.contains("href=\"/auth/assets/periscope.css?v="), "{page}");
+        assert!(
+            page.contains("href=\"/auth/assets/periscope.css?v="),
+            "{page}"
+        );
         assert!(page.contains("synthetic"));
         assert!(!layout(false, "T").contains("synthetic"));
     }

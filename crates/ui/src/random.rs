@@ -15,7 +15,11 @@ pub struct RandomError(getrandom::Error);
 
 impl std::fmt::Display for RandomError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the operating system's random generator failed: {}", self.0)
+        write!(
+            f,
+            "the operating system's random generator failed: {}",
+            self.0
+        )
     }
 }
 

@@ -10,8 +10,8 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use periscope_ui::headers::APPLICATION_CSP;
-use periscope_ui::{Layout, top_bar};
 pub(crate) use periscope_ui::headers::secure_headers;
+use periscope_ui::{Layout, top_bar};
 
 /// Who the top bar shows: the signed-in address, the session's CSRF token (for the
 /// sign-out button in the account menu) and the allowance for the menu's ring.
@@ -152,10 +152,7 @@ pub(crate) fn page_with(
         csp: APPLICATION_CSP,
         top: bar(top),
     }
-    .render(
-        status,
-        html! { (body) (crate::assets::tags(&names)) },
-    )
+    .render(status, html! { (body) (crate::assets::tags(&names)) })
 }
 
 /// A page with a heading and paragraphs of text (escaped), inside `main`.
@@ -179,4 +176,3 @@ pub(crate) fn message(
     };
     page(status, title, top, body)
 }
-

@@ -62,14 +62,14 @@ use axum::Router;
 use axum::http::HeaderValue;
 use axum::routing::{get, post};
 use periscope_model::Timestamp;
-use periscope_service::SearchService;
 use periscope_model::clock::Clock;
+use periscope_service::SearchService;
 use periscope_state::{State, StateError};
 
+use oidc::RelyingParty;
 /// The demo's notice and the middleware that puts it on every page of a demo server
 /// (`axum::middleware::from_fn(mark_demo)` over the whole router; `periscope_ui::demo`).
 pub use periscope_ui::demo::{DEMO_NOTICE, mark as mark_demo};
-use oidc::RelyingParty;
 
 /// The session cookie.
 pub const SESSION_COOKIE: &str = "periscope_session";

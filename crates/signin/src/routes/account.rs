@@ -20,7 +20,12 @@ pub(crate) async fn get(State(app): State<App>, headers: HeaderMap) -> Response 
         Ok(pair) => pair,
         Err(e) => return Unavailable::from(e).into_response(),
     };
-    let content = view(app.settings.application_url.as_deref(), &user.email, &app.path("/logout"), &csrf);
+    let content = view(
+        app.settings.application_url.as_deref(),
+        &user.email,
+        &app.path("/logout"),
+        &csrf,
+    );
     with_cookies(
         html::page(&app, StatusCode::OK, "Signed in", content),
         set_cookie,

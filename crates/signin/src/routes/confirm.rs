@@ -10,9 +10,9 @@ use axum::response::{IntoResponse, Response};
 use super::{App, Params, Unavailable, csrf_refused, see_other, with_cookies};
 use crate::email::EmailAddress;
 use crate::html;
-use maud::{Markup, html};
 use crate::password;
 use crate::store::{Confirmed, LinkStatus};
+use maud::{Markup, html};
 
 /// The page for a link that cannot be used.
 fn unusable(app: &App, status: &LinkStatus) -> Response {

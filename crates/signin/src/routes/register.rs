@@ -11,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 use super::{App, Params, Unavailable, csrf_refused, with_cookies};
 use crate::email::EmailAddress;
 use crate::html;
-use maud::{Markup, html};
 use crate::mail::RegistrationMail;
 use crate::store::{NewRegistration, Registered};
+use maud::{Markup, html};
 
 /// Most characters of an organisation name.
 const ORG_MAX_CHARS: usize = 200;
@@ -220,9 +220,6 @@ pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes
             Some((&app.path("/register"), "Register again")),
         );
     }
-    let content = sent_view(
-        email.as_str(),
-        &html::duration(app.settings.link_lifetime),
-    );
+    let content = sent_view(email.as_str(), &html::duration(app.settings.link_lifetime));
     html::page(&app, StatusCode::OK, "Check your e-mail", content)
 }

@@ -44,7 +44,9 @@ async fn typed_and_stored_values_come_back_escaped() {
         assert_eq!(again.status, 422, "{}", again.body);
         assert_escaped(&again.body, "register");
         assert!(
-            again.body.contains("value=\"&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;'&amp;\""),
+            again
+                .body
+                .contains("value=\"&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;'&amp;\""),
             "{}",
             again.body
         );
@@ -54,7 +56,12 @@ async fn typed_and_stored_values_come_back_escaped() {
         provider
             .register_via_outbox("ada@example.com", org, "correct horse battery staple")
             .await;
-        let record = provider.signin.account("ada@example.com").await.unwrap().unwrap();
+        let record = provider
+            .signin
+            .account("ada@example.com")
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(record.org_name, org);
 
         // The sign-in form keeps the typed address after a refusal.
@@ -81,7 +88,10 @@ async fn typed_and_stored_values_come_back_escaped() {
         assert_eq!(question.status, 200, "{}", question.body);
         assert_escaped(&question.body, "logout");
         for name in ["state", "client_id"] {
-            let carried = question.hidden(name).replace("&lt;", "<").replace("&gt;", ">");
+            let carried = question
+                .hidden(name)
+                .replace("&lt;", "<")
+                .replace("&gt;", ">");
             assert_eq!(carried, MARKUP, "{name}");
         }
 

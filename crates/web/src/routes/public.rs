@@ -242,7 +242,10 @@ fn markdown(text: &str) -> Markup {
                 flush(&mut blocks, &mut list, &mut paragraph, &mut item);
             } else if level > 0 && trimmed[level..].starts_with(' ') {
                 flush(&mut blocks, &mut list, &mut paragraph, &mut item);
-                blocks.push(Block::Heading(level.min(6), trimmed[level..].trim().to_owned()));
+                blocks.push(Block::Heading(
+                    level.min(6),
+                    trimmed[level..].trim().to_owned(),
+                ));
             } else {
                 paragraph.push(trimmed);
             }

@@ -491,7 +491,10 @@ pub(crate) async fn page(
     signed.client = client;
     let p = host_params(&uri);
     let (status, body) = match detail(&web, &signed, &p).await {
-        Ok(d) => (StatusCode::OK, host_view(&d.host, d.next.as_deref(), Heading::H1)),
+        Ok(d) => (
+            StatusCode::OK,
+            host_view(&d.host, d.next.as_deref(), Heading::H1),
+        ),
         Err(e) => error_html(&e),
     };
     page_with(
@@ -575,6 +578,10 @@ mod tests {
             ),
             "{view}"
         );
-        assert!(!host_view(&host, None, Heading::H2).into_string().contains("More services"));
+        assert!(
+            !host_view(&host, None, Heading::H2)
+                .into_string()
+                .contains("More services")
+        );
     }
 }

@@ -23,7 +23,6 @@ use periscope_service::{
 use periscope_state::Channel;
 
 use crate::Web;
-use maud::{Markup, PreEscaped, html};
 use crate::session::{Signed, request_id};
 use crate::words::{count, grouped};
 use cache::CachedPage;
@@ -31,6 +30,7 @@ use filters::{FilterInput, add_filter, chips};
 use host::{
     DETAIL_SERVICES, Heading, host_view, matched_evidence, network, row_place, service_label,
 };
+use maud::{Markup, PreEscaped, html};
 
 /// Hosts per results page in the browser (spec "Limits").
 pub(crate) const PAGE_HOSTS: u32 = 25;
