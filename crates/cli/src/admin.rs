@@ -149,7 +149,10 @@ enum Command {
 
 /// An organisation name: no control characters (they would reach every listing's reader).
 fn parse_org(s: &str) -> Result<String, String> {
-    match s.chars().find(|&c| periscope_signin::is_hidden_control(c)) {
+    match s
+        .chars()
+        .find(|&c| periscope_model::text::is_hidden_control(c))
+    {
         Some(c) => Err(format!(
             "the organisation name contains the control character U+{:04X}; write it on one \
              line without control characters",
@@ -166,7 +169,7 @@ fn parse_org(s: &str) -> Result<String, String> {
 pub(crate) fn shown(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if periscope_signin::is_hidden_control(c) {
+        if periscope_model::text::is_hidden_control(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);

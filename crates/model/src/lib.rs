@@ -11,12 +11,16 @@
 //!   services and their typed evidence;
 //! - the observation format ([`observation`]): the one-JSON-object-per-line contract with
 //!   scanner operators, and the reader that turns a line into a validated record or a precise
-//!   error.
+//!   error;
+//! - the workspace's one time seam ([`clock`]: [`Clock`], [`SystemClock`], [`ManualClock`]) and
+//!   the one rule for hidden control characters in stored free text ([`text`]).
 //!
-//! **Invariant:** nothing in this crate does I/O except reading lines that a caller hands it.
+//! **Invariant:** nothing in this crate does I/O except reading lines that a caller hands it
+//! (and the system's time, in [`SystemClock`]).
 //! **Boundary:** wire types of the HTTP API live elsewhere; the only serde derives here are for
 //! the observation format, which is a contract in its own right.
 
+pub mod clock;
 pub mod country;
 pub mod cpe;
 pub mod domain;
@@ -25,9 +29,11 @@ pub mod net;
 pub mod observation;
 pub mod protocol;
 pub mod record;
+pub mod text;
 pub mod time;
 pub mod vuln;
 
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use country::CountryCode;
 pub use cpe::Cpe23;
 pub use domain::DomainName;

@@ -355,7 +355,7 @@ impl Server {
         }
         if options.demo {
             // Every page of the demo says the data is synthetic (DECISIONS.md).
-            router = router.layer(axum::middleware::map_response(periscope_web::mark_demo));
+            router = router.layer(axum::middleware::from_fn(periscope_web::mark_demo));
         }
         // gzip for clients that ask (`Accept-Encoding: gzip`); bodies under 32 bytes, images
         // and event streams are sent as they are.

@@ -29,7 +29,8 @@
 //! Domain searches resolve the name first through a [`Resolver`] (public routable addresses
 //! only) and merge the hosts at those addresses with the stored matches.
 //!
-//! No clock is read except through [`Clock`], so day rollover and cursor expiry are tested
+//! No clock is read except through [`Clock`] (the workspace's one, `periscope_model::clock`,
+//! re-exported here), so day rollover and cursor expiry are tested
 //! without waiting. Reference: `docs/api.md`.
 
 mod error;
@@ -38,7 +39,7 @@ mod ops;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use periscope_index::ScanIndex;
 use periscope_model::Timestamp;
@@ -49,26 +50,8 @@ use periscope_state::{
 pub use error::{FieldViolation, Result, ServiceError, error_chain};
 pub use gate::Gate;
 pub use ops::{DetailRequest, ExposureRequest, FacetsAnswer, SearchAnswer, SearchRequest};
+pub use periscope_model::clock::{Clock, SystemClock};
 pub use periscope_resolve::{DomainResolution, Resolver};
-
-/// Where the service reads the time.
-pub trait Clock: Send + Sync {
-    /// Now.
-    fn now(&self) -> Timestamp;
-}
-
-/// The system clock, to the second.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Timestamp {
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        Timestamp::from_unix(secs).unwrap_or_else(|| Timestamp::from_unix(0).expect("epoch"))
-    }
-}
 
 /// The service's limits (DECISIONS.md defaults; all configurable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

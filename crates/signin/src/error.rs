@@ -71,3 +71,9 @@ pub enum StoreError {
     #[error("no randomness from the operating system: {0}")]
     Random(String),
 }
+
+impl From<periscope_ui::random::RandomError> for StoreError {
+    fn from(e: periscope_ui::random::RandomError) -> Self {
+        Self::Random(e.to_string())
+    }
+}

@@ -16,44 +16,45 @@
 //! - registration as spec §6 asks (e-mail and organisation, terms and marketing consent,
 //!   disposable domains refused, single-use 24-hour link, Argon2id password chosen through the
 //!   link), sign-in with per-address and per-client limits, its own session cookie;
-//! - server-rendered pages with the preview banner and CSRF protection on every form.
+//! - server-rendered pages (maud views beside their handlers) on the shared layout of
+//!   `periscope-ui` — preview banner, Periscope top bar, one stylesheet — and CSRF protection
+//!   on every form.
 //!
 //! Applications reach it only through OpenID Connect, so any provider can replace it.
 
-mod clock;
 mod config;
-mod csrf;
 mod email;
 mod error;
 mod html;
 mod jwt;
 mod mail;
 mod password;
-mod random;
 mod ratelimit;
 mod routes;
 mod store;
-mod text;
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use axum::Router;
 
-pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{
     ClientConfig, Config, DEFAULT_TERMS_VERSION, MailConfig, SmtpCredentials, SmtpTls,
 };
 pub use email::{EmailAddress, EmailProblem, is_disposable};
 pub use error::{SetupError, StoreError};
-pub use html::{BANNER, document, escape, secure_headers};
 pub use password::{MAX_CHARS as PASSWORD_MAX_CHARS, MIN_CHARS as PASSWORD_MIN_CHARS};
-pub use text::{hidden_control, is_hidden_control};
+/// The workspace's clock (`periscope_model::clock`), which [`SignIn::open_with_clock`] takes.
+pub use periscope_model::clock::{Clock, ManualClock, SystemClock};
+/// The preview banner every page carries (`periscope_ui::BANNER`).
+pub use periscope_ui::BANNER;
 
 use config::Settings;
-use csrf::CsrfKey;
 use jwt::Keys;
 use mail::Mailer;
+use periscope_ui::csrf::CsrfKey;
+/// The workspace's one random-token module.
+pub(crate) use periscope_ui::random;
 use ratelimit::Limiter;
 use store::Store;
 
@@ -122,7 +123,7 @@ impl SignIn {
     ) -> Result<Self, SetupError> {
         let settings = config.validate()?;
         let store = Store::open(&config.database, settings.acquire_timeout).await?;
-        let now = clock.now();
+        let now = clock.now().unix();
         let pem = match &config.signing_key_pem {
             Some(pem) => pem.clone(),
             None => match store.read_key("id_token_rsa").await? {
@@ -236,7 +237,7 @@ impl SignIn {
         let inner = &self.inner;
         inner
             .store
-            .purge(inner.clock.now(), inner.settings.session_idle)
+            .purge(inner.clock.now().unix(), inner.settings.session_idle)
             .await
     }
 
@@ -254,7 +255,7 @@ fn spawn_purger(inner: Weak<Inner>) {
         loop {
             tick.tick().await;
             let Some(inner) = inner.upgrade() else { return };
-            let now = inner.clock.now();
+            let now = inner.clock.now().unix();
             if let Err(e) = inner.store.purge(now, inner.settings.session_idle).await {
                 tracing::warn!(error = %e, "sign-in purge failed; retrying in an hour");
             }

@@ -1,5 +1,6 @@
 //! The browser application's static assets, compiled into the binary and served at
-//! `/assets/{name}`: the application's own scripts (`assets/*.js`, progressive enhancement over
+//! `/assets/{name}`: the base stylesheet of `periscope-ui` (`periscope.css`), the
+//! application's own scripts (`assets/*.js`, progressive enhancement over
 //! server-rendered pages), its stylesheets (`assets/*.css`) and the front-end packages
 //! `build.rs` installs from npm into `OUT_DIR` (the Globe's d3-array, d3-geo, topojson-client
 //! and world-atlas outlines). Nothing is loaded from anywhere else.
@@ -7,6 +8,7 @@
 use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use maud::{Markup, html};
 
 /// One asset: its name under `/assets/`, its media type and its bytes.
 struct Asset {
@@ -27,6 +29,12 @@ macro_rules! npm {
 }
 
 const ASSETS: &[Asset] = &[
+    // The one base stylesheet of both services (periscope-ui), in the page's head.
+    Asset {
+        name: periscope_ui::assets::STYLESHEET,
+        media_type: CSS,
+        bytes: periscope_ui::assets::STYLESHEET_CSS.as_bytes(),
+    },
     Asset {
         name: "app.js",
         media_type: JS,
@@ -95,22 +103,21 @@ const ASSETS: &[Asset] = &[
 /// The path of an asset with the build's version, so that a new binary is never answered
 /// from a browser's cache of the old one.
 pub(crate) fn href(name: &str) -> String {
-    format!("/assets/{name}?v={}", env!("CARGO_PKG_VERSION"))
+    periscope_ui::assets::href("", name)
 }
 
 /// The elements that load `names`, in order: a stylesheet link for `*.css`, a deferred
 /// `<script>` for anything else.
-pub(crate) fn tags(names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| {
-            if n.ends_with(".css") {
-                format!("<link rel=\"stylesheet\" href=\"{}\">", href(n))
-            } else {
-                format!("<script src=\"{}\" defer></script>", href(n))
+pub(crate) fn tags(names: &[&str]) -> Markup {
+    html! {
+        @for n in names {
+            @if n.ends_with(".css") {
+                link rel="stylesheet" href=(href(n));
+            } @else {
+                script src=(href(n)) defer {}
             }
-        })
-        .collect()
+        }
+    }
 }
 
 /// `GET /assets/{name}`.

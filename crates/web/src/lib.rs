@@ -44,11 +44,11 @@
 //!   sign-ins in flight, pages already shown and the create-key form's one-time tokens are all
 //!   in the state database (`docs/state.md`, "Several servers").
 //! - Every state-changing form carries the session's CSRF token; every page carries the
-//!   preview banner of spec §5 and loads nothing from anywhere. [`mark_demo`] adds the demo's
-//!   "the data is synthetic" notice under it (`periscope serve --demo`).
+//!   preview banner of spec §5 and loads nothing from anywhere. Under [`mark_demo`]
+//!   (`periscope serve --demo`) the layout adds the demo's "the data is synthetic" notice
+//!   under it.
 
 mod assets;
-mod demo;
 mod html;
 mod oidc;
 mod routes;
@@ -62,12 +62,14 @@ use axum::Router;
 use axum::http::HeaderValue;
 use axum::routing::{get, post};
 use periscope_model::Timestamp;
+use periscope_model::clock::Clock;
 use periscope_service::SearchService;
-use periscope_signin::Clock;
 use periscope_state::{State, StateError};
 
-pub use demo::{DEMO_NOTICE, mark_demo};
 use oidc::RelyingParty;
+/// The demo's notice and the middleware that puts it on every page of a demo server
+/// (`axum::middleware::from_fn(mark_demo)` over the whole router; `periscope_ui::demo`).
+pub use periscope_ui::demo::{DEMO_NOTICE, mark as mark_demo};
 
 /// The session cookie.
 pub const SESSION_COOKIE: &str = "periscope_session";
@@ -359,19 +361,10 @@ impl Web {
 
 impl Inner {
     fn now(&self) -> Timestamp {
-        let secs = self.clock.now();
-        Timestamp::from_unix(secs)
-            .unwrap_or_else(|| panic!("the clock gave {secs}, outside the range of a Timestamp"))
+        self.clock.now()
     }
 
     fn cookie(&self, name: &str, value: &str, path: &str, max_age: Option<i64>) -> HeaderValue {
-        let mut c = format!("{name}={value}; Path={path}; HttpOnly; SameSite=Lax");
-        if let Some(age) = max_age {
-            c.push_str(&format!("; Max-Age={age}"));
-        }
-        if self.secure {
-            c.push_str("; Secure");
-        }
-        HeaderValue::from_str(&c).unwrap_or_else(|_| HeaderValue::from_static(""))
+        periscope_ui::cookie::set_cookie(name, value, path, max_age, self.secure)
     }
 }

@@ -4,8 +4,6 @@
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use periscope_state::{Account, WebSession, WebSessionLookup};
 
 use crate::html::{self, Ring, TopBar, message};
@@ -16,22 +14,12 @@ pub(crate) fn request_id() -> String {
     random_token().unwrap_or_else(|_| "web".into())
 }
 
-/// 32 random bytes, base64url.
-pub(crate) fn random_token() -> Result<String, getrandom::Error> {
-    let mut bytes = [0u8; 32];
-    getrandom::getrandom(&mut bytes)?;
-    Ok(URL_SAFE_NO_PAD.encode(bytes))
-}
+/// 32 random bytes, base64url (`periscope_ui::random`, the workspace's one random-token module).
+pub(crate) use periscope_ui::random::secret as random_token;
 
+/// The value of cookie `name` in the request.
 pub(crate) fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_owned())
+    periscope_ui::cookie::cookie(headers, name).map(str::to_owned)
 }
 
 /// `return_to` when it is a same-origin relative path (with its query), else `/`.
@@ -363,13 +351,7 @@ pub(crate) fn csrf_refused(top: Option<&TopBar<'_>>) -> Response {
     )
 }
 
-pub(crate) fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}
+pub(crate) use periscope_ui::csrf::same;
 
 #[cfg(test)]
 mod tests {

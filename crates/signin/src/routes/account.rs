@@ -7,7 +7,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::{App, Unavailable, see_other, with_cookies};
-use crate::html::{self, escape};
+use crate::html;
+use maud::{Markup, html};
 
 pub(crate) async fn get(State(app): State<App>, headers: HeaderMap) -> Response {
     let user = match app.session(&headers).await {
@@ -19,22 +20,29 @@ pub(crate) async fn get(State(app): State<App>, headers: HeaderMap) -> Response 
         Ok(pair) => pair,
         Err(e) => return Unavailable::from(e).into_response(),
     };
-    let next = app
-        .settings
-        .application_url
-        .as_ref()
-        .map_or(String::new(), |url| {
-            format!(
-                "<p><a href=\"{}\">Continue to Periscope</a></p>",
-                escape(url)
-            )
-        });
-    let body = format!(
-        "<h1>You are signed in</h1><p>Signed in as <strong>{email}</strong>.</p>{next}\
-         <form method=\"post\" action=\"{logout}\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-         <button type=\"submit\">Sign out</button></form>",
-        email = escape(&user.email),
-        logout = escape(&app.path("/logout")),
+    let content = view(
+        app.settings.application_url.as_deref(),
+        &user.email,
+        &app.path("/logout"),
+        &csrf,
     );
-    with_cookies(html::page(StatusCode::OK, "Signed in", &body), set_cookie)
+    with_cookies(
+        html::page(&app, StatusCode::OK, "Signed in", content),
+        set_cookie,
+    )
+}
+
+/// Who is signed in, the way on to the application (when configured) and "Sign out".
+fn view(application_url: Option<&str>, email: &str, logout: &str, csrf: &str) -> Markup {
+    html! {
+        h1 { "You are signed in" }
+        p { "Signed in as " strong { (email) } "." }
+        @if let Some(url) = application_url {
+            p { a href=(url) { "Continue to Periscope" } }
+        }
+        form method="post" action=(logout) {
+            input type="hidden" name="csrf" value=(csrf);
+            button.button type="submit" { "Sign out" }
+        }
+    }
 }

@@ -172,7 +172,7 @@ async fn handle(app: &App, params: Params, headers: &HeaderMap) -> Response {
     if [nonce, state]
         .into_iter()
         .flatten()
-        .any(|v| crate::text::hidden_control(v, false).is_some())
+        .any(|v| periscope_model::text::hidden_control(v, false).is_some())
     {
         return fail(
             "invalid_request",
@@ -196,7 +196,7 @@ async fn handle(app: &App, params: Params, headers: &HeaderMap) -> Response {
         Ok(session) => session,
         Err(e) => return Unavailable::from(e).into_response(),
     };
-    let now = app.clock.now();
+    let now = app.clock.now().unix();
     let fresh_enough = |auth_time: i64| max_age.is_none_or(|age| now <= auth_time + age);
     let user = match session {
         Some((_, user)) if !prompts.contains(&"login") && fresh_enough(user.auth_time) => user,

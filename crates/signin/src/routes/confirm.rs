@@ -9,9 +9,10 @@ use axum::response::{IntoResponse, Response};
 
 use super::{App, Params, Unavailable, csrf_refused, see_other, with_cookies};
 use crate::email::EmailAddress;
-use crate::html::{self, escape};
+use crate::html;
 use crate::password;
 use crate::store::{Confirmed, LinkStatus};
+use maud::{Markup, html};
 
 /// The page for a link that cannot be used.
 fn unusable(app: &App, status: &LinkStatus) -> Response {
@@ -45,8 +46,35 @@ async fn status(app: &App, token: Option<&str>) -> Result<LinkStatus, Unavailabl
         None => Ok(LinkStatus::Unknown),
         Some(token) => Ok(app
             .store
-            .link_status(&crate::random::digest(token), app.clock.now())
+            .link_status(&crate::random::digest(token), app.clock.now().unix())
             .await?),
+    }
+}
+
+/// The choose-password form of the link with `token`, for the address `email`.
+fn view(app: &App, csrf: &str, token: &str, email: &str, problem: Option<&str>) -> Markup {
+    html! {
+        h1 { "Choose your password" }
+        p {
+            "Confirming " strong { (email) } ". Choose a password of at least "
+            (password::MIN_CHARS) " characters; a passphrase of several words is welcome. \
+             Common passwords are refused."
+        }
+        @if let Some(problem) = problem {
+            p.error role="alert" { (problem) }
+        }
+        form method="post" action=(app.path("/confirm")) {
+            input type="hidden" name="csrf" value=(csrf);
+            input type="hidden" name="token" value=(token);
+            input type="email" name="username" value=(email) autocomplete="username" hidden readonly;
+            label for="password" { "Password" }
+            input type="password" id="password" name="password" required
+                minlength=(password::MIN_CHARS) autocomplete="new-password";
+            label for="password2" { "Password again" }
+            input type="password" id="password2" name="password2" required
+                minlength=(password::MIN_CHARS) autocomplete="new-password";
+            button.button type="submit" { "Confirm and set password" }
+        }
     }
 }
 
@@ -62,29 +90,9 @@ fn render(
         Ok(pair) => pair,
         Err(e) => return Unavailable::from(e).into_response(),
     };
-    let problem = problem.map_or(String::new(), |p| {
-        format!("<p class=\"error\" role=\"alert\">{}</p>", escape(p))
-    });
-    let body = format!(
-        "<h1>Choose your password</h1>\
-         <p>Confirming <strong>{email}</strong>. Choose a password of at least {min} characters; \
-         a passphrase of several words is welcome. Common passwords are refused.</p>{problem}\
-         <form method=\"post\" action=\"{action}\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-         <input type=\"hidden\" name=\"token\" value=\"{token}\">\
-         <input type=\"email\" name=\"username\" value=\"{email}\" autocomplete=\"username\" hidden readonly>\
-         <label for=\"password\">Password</label>\
-         <input type=\"password\" id=\"password\" name=\"password\" required minlength=\"{min}\" autocomplete=\"new-password\">\
-         <label for=\"password2\">Password again</label>\
-         <input type=\"password\" id=\"password2\" name=\"password2\" required minlength=\"{min}\" autocomplete=\"new-password\">\
-         <button type=\"submit\">Confirm and set password</button></form>",
-        email = escape(email),
-        min = password::MIN_CHARS,
-        action = escape(&app.path("/confirm")),
-        token = escape(token),
-    );
+    let content = view(app, &csrf, token, email, problem);
     with_cookies(
-        html::page(status, "Choose your password", &body),
+        html::page(app, status, "Choose your password", content),
         set_cookie,
     )
 }
@@ -151,7 +159,7 @@ pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes
     };
     match app
         .store
-        .confirm(&crate::random::digest(token), &hash, app.clock.now())
+        .confirm(&crate::random::digest(token), &hash, app.clock.now().unix())
         .await
     {
         Err(e) => Unavailable::from(e).into_response(),

@@ -11,7 +11,8 @@ use axum::response::{IntoResponse, Response};
 use url::Url;
 
 use super::{App, Params, SESSION_COOKIE, Unavailable, csrf_refused, see_other, with_cookies};
-use crate::html::{self, escape};
+use crate::html;
+use maud::{Markup, html};
 
 /// A checked logout request.
 struct Request {
@@ -153,28 +154,41 @@ fn confirm_page(app: &App, headers: &HeaderMap, params: &Params) -> Response {
         Ok(pair) => pair,
         Err(e) => return Unavailable::from(e).into_response(),
     };
-    let mut hidden = String::new();
-    for name in [
-        "id_token_hint",
-        "client_id",
-        "post_logout_redirect_uri",
-        "state",
-    ] {
-        if let Ok(Some(value)) = params.one(name) {
-            hidden.push_str(&format!(
-                "<input type=\"hidden\" name=\"{name}\" value=\"{}\">",
-                escape(value)
-            ));
+    let carried: Vec<(&str, &str)> = HINTS
+        .into_iter()
+        .filter_map(|name| match params.one(name) {
+            Ok(Some(value)) => Some((name, value)),
+            _ => None,
+        })
+        .collect();
+    let content = confirm_view(&app.path("/logout"), &token, &carried);
+    with_cookies(
+        html::page(app, StatusCode::OK, "Sign out", content),
+        set_cookie,
+    )
+}
+
+/// The parameters the "Sign out?" form carries on to its POST.
+const HINTS: [&str; 4] = [
+    "id_token_hint",
+    "client_id",
+    "post_logout_redirect_uri",
+    "state",
+];
+
+/// The "Sign out?" question, with the request's parameters (`carried`) as hidden fields.
+fn confirm_view(action: &str, csrf: &str, carried: &[(&str, &str)]) -> Markup {
+    html! {
+        h1 { "Sign out?" }
+        p { "Do you want to sign out of Periscope?" }
+        form method="post" action=(action) {
+            input type="hidden" name="csrf" value=(csrf);
+            @for (name, value) in carried {
+                input type="hidden" name=(name) value=(value);
+            }
+            button.button type="submit" { "Sign out" }
         }
     }
-    let body = format!(
-        "<h1>Sign out?</h1><p>Do you want to sign out of Periscope?</p>\
-         <form method=\"post\" action=\"{action}\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{token}\">{hidden}\
-         <button type=\"submit\">Sign out</button></form>",
-        action = escape(&app.path("/logout")),
-    );
-    with_cookies(html::page(StatusCode::OK, "Sign out", &body), set_cookie)
 }
 
 pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Response {

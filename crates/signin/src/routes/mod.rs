@@ -34,6 +34,10 @@ pub(crate) type App = Arc<Inner>;
 /// The cookie holding the sign-in session.
 pub(crate) const SESSION_COOKIE: &str = "periscope_signin";
 
+/// The cookie holding the browser's CSRF value (the forms carry its signed token:
+/// `periscope_ui::csrf::CsrfKey`).
+pub(crate) const CSRF_COOKIE: &str = "periscope_signin_csrf";
+
 pub(crate) fn router(app: App) -> Router {
     Router::new()
         .route(
@@ -51,7 +55,15 @@ pub(crate) fn router(app: App) -> Router {
         .route("/terms", get(terms::get))
         .route("/account", get(account::get))
         .route("/", get(account::get))
+        .route(
+            "/assets/periscope.css",
+            get(periscope_ui::assets::stylesheet),
+        )
         .fallback(not_found)
+        .layer(axum::middleware::map_response_with_state(
+            app.clone(),
+            html::frame_messages,
+        ))
         .with_state(app)
 }
 
@@ -69,6 +81,12 @@ pub(crate) struct Unavailable(pub(crate) String);
 
 impl From<StoreError> for Unavailable {
     fn from(e: StoreError) -> Self {
+        Self(e.to_string())
+    }
+}
+
+impl From<periscope_ui::random::RandomError> for Unavailable {
+    fn from(e: periscope_ui::random::RandomError) -> Self {
         Self(e.to_string())
     }
 }
@@ -113,7 +131,7 @@ impl Inner {
             return Ok(None);
         }
         let digest = crate::random::digest(value);
-        let now = self.clock.now();
+        let now = self.clock.now().unix();
         let s = &self.settings;
         Ok(self
             .store
@@ -127,7 +145,7 @@ impl Inner {
         &self,
         headers: &HeaderMap,
     ) -> Result<(String, Option<HeaderValue>), StoreError> {
-        if let Some(value) = cookie(headers, crate::csrf::COOKIE)
+        if let Some(value) = cookie(headers, CSRF_COOKIE)
             && crate::random::is_secret_shaped(value)
         {
             return Ok((self.csrf.token(value), None));
@@ -135,13 +153,13 @@ impl Inner {
         let value = crate::random::secret()?;
         Ok((
             self.csrf.token(&value),
-            Some(self.cookie(crate::csrf::COOKIE, Some(&value))),
+            Some(self.cookie(CSRF_COOKIE, Some(&value))),
         ))
     }
 
     /// Whether a submitted form's token matches this browser's CSRF cookie.
     pub(crate) fn csrf_ok(&self, headers: &HeaderMap, token: Option<&str>) -> bool {
-        match (cookie(headers, crate::csrf::COOKIE), token) {
+        match (cookie(headers, CSRF_COOKIE), token) {
             (Some(value), Some(token)) => self.csrf.verify(value, token),
             _ => false,
         }
@@ -176,30 +194,16 @@ impl Inner {
     }
 }
 
-/// A `Set-Cookie` value: `HttpOnly`, `SameSite=Lax`, scoped to the mount path (`/` at the
-/// root), `Secure` when the issuer is https; `None` as the value deletes the cookie.
+/// A `Set-Cookie` value scoped to the mount path (`/` at the root): `periscope_ui::cookie`.
 fn set_cookie(name: &str, value: Option<&str>, mount: &str, secure: bool) -> HeaderValue {
     let path = if mount.is_empty() { "/" } else { mount };
-    let secure = if secure { "; Secure" } else { "" };
-    let text = match value {
-        Some(value) => format!("{name}={value}; Path={path}; HttpOnly; SameSite=Lax{secure}"),
-        None => format!("{name}=; Path={path}; HttpOnly; SameSite=Lax{secure}; Max-Age=0"),
-    };
-    #[allow(clippy::expect_used)] // Names, paths and values are ASCII tokens.
-    HeaderValue::from_str(&text).expect("cookie text is a valid header value")
+    match value {
+        Some(value) => periscope_ui::cookie::set_cookie(name, value, path, None, secure),
+        None => periscope_ui::cookie::set_cookie(name, "", path, Some(0), secure),
+    }
 }
 
-/// The value of cookie `name` in the request, if present.
-pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| v)
-}
+pub(crate) use periscope_ui::cookie::cookie;
 
 /// `response` with `cookies` added.
 pub(crate) fn with_cookies(
@@ -223,7 +227,7 @@ pub(crate) fn see_other(location: &str) -> Response {
             return Unavailable(format!("cannot redirect to {location:?}")).into_response();
         }
     }
-    html::secure_headers(response.headers_mut());
+    periscope_ui::headers::secure_headers(response.headers_mut());
     response
 }
 
@@ -310,7 +314,7 @@ mod tests {
         let c = set_cookie(SESSION_COOKIE, None, "/auth", true);
         assert_eq!(
             c,
-            "periscope_signin=; Path=/auth; HttpOnly; SameSite=Lax; Secure; Max-Age=0"
+            "periscope_signin=; Path=/auth; HttpOnly; SameSite=Lax; Max-Age=0; Secure"
         );
     }
 

@@ -10,12 +10,24 @@ use axum::response::{IntoResponse, Response};
 
 use super::{App, Params, Unavailable, csrf_refused, with_cookies};
 use crate::email::EmailAddress;
-use crate::html::{self, escape};
+use crate::html;
 use crate::mail::RegistrationMail;
 use crate::store::{NewRegistration, Registered};
+use maud::{Markup, html};
 
 /// Most characters of an organisation name.
 const ORG_MAX_CHARS: usize = 200;
+
+/// What appears above the registration form.
+#[derive(Clone, Copy, Default)]
+enum Banner {
+    #[default]
+    None,
+    /// Some fields have problems (each is named under its field).
+    Problems,
+    /// The address is registered already: sign in instead.
+    AddressTaken,
+}
 
 /// What the form shows: the values typed so far and the problems found.
 #[derive(Default)]
@@ -23,17 +35,74 @@ struct Form<'a> {
     email: &'a str,
     organisation: &'a str,
     terms: bool,
-    /// A message above the form (HTML, escaped).
-    banner: Option<String>,
+    banner: Banner,
     email_error: Option<&'static str>,
     organisation_error: Option<&'static str>,
     terms_error: Option<&'static str>,
 }
 
-fn field_error(message: Option<&str>) -> String {
-    message.map_or(String::new(), |m| {
-        format!("<p class=\"field-error\">{}</p>", escape(m))
-    })
+/// A problem under a field.
+fn field_error(message: Option<&str>) -> Markup {
+    html! {
+        @if let Some(m) = message {
+            p.field-error { (m) }
+        }
+    }
+}
+
+/// The registration form.
+fn view(app: &App, csrf: &str, form: &Form<'_>) -> Markup {
+    html! {
+        h1 { "Create your Periscope account" }
+        p {
+            "Periscope is offered to businesses. Enter your business e-mail address: we send you a \
+             link to confirm it and choose your password."
+        }
+        @match form.banner {
+            Banner::None => {}
+            Banner::Problems => p.error role="alert" { "Please correct the problems below." },
+            Banner::AddressTaken => p.error role="alert" {
+                "This e-mail address is already registered. "
+                a href=(app.path("/signin")) { "Sign in" }
+                " instead."
+            },
+        }
+        form method="post" action=(app.path("/register")) novalidate {
+            input type="hidden" name="csrf" value=(csrf);
+            label for="email" { "Business e-mail address" }
+            input type="email" id="email" name="email" required autocomplete="email" value=(form.email);
+            (field_error(form.email_error))
+            label for="organisation" { "Organisation name" }
+            input type="text" id="organisation" name="organisation" required maxlength=(ORG_MAX_CHARS)
+                autocomplete="organization" value=(form.organisation);
+            (field_error(form.organisation_error))
+            div.check {
+                input type="checkbox" id="terms" name="terms" value="accepted" checked[form.terms];
+                label for="terms" {
+                    "I accept the "
+                    a href=(app.path("/terms")) target="_blank" rel="noopener" { "terms of service" }
+                    " (version " (app.settings.terms_version) "), including consent to receive \
+                     marketing e-mail from Periscope. That consent can be withdrawn at any time \
+                     without affecting access."
+                }
+            }
+            (field_error(form.terms_error))
+            button.button type="submit" { "Register" }
+        }
+        p { "Already registered? " a href=(app.path("/signin")) { "Sign in" } }
+    }
+}
+
+/// The page after a registration: the link is on its way to `email`.
+fn sent_view(email: &str, valid_for: &str) -> Markup {
+    html! {
+        h1 { "Check your e-mail" }
+        p.notice { "We sent a link to " strong { (email) } "." }
+        p {
+            "Open it within " (valid_for) " to confirm your address and choose your password. \
+             The link works once. Registration is complete only through that link."
+        }
+    }
 }
 
 fn render(app: &App, headers: &HeaderMap, status: StatusCode, form: &Form<'_>) -> Response {
@@ -41,36 +110,8 @@ fn render(app: &App, headers: &HeaderMap, status: StatusCode, form: &Form<'_>) -
         Ok(pair) => pair,
         Err(e) => return Unavailable::from(e).into_response(),
     };
-    let body = format!(
-        "<h1>Create your Periscope account</h1>\
-         <p>Periscope is offered to businesses. Enter your business e-mail address: we send you a \
-         link to confirm it and choose your password.</p>{banner}\
-         <form method=\"post\" action=\"{action}\" novalidate>\
-         <input type=\"hidden\" name=\"csrf\" value=\"{token}\">\
-         <label for=\"email\">Business e-mail address</label>\
-         <input type=\"email\" id=\"email\" name=\"email\" required autocomplete=\"email\" value=\"{email}\">{email_error}\
-         <label for=\"organisation\">Organisation name</label>\
-         <input type=\"text\" id=\"organisation\" name=\"organisation\" required maxlength=\"{ORG_MAX_CHARS}\" \
-         autocomplete=\"organization\" value=\"{organisation}\">{organisation_error}\
-         <div class=\"check\"><input type=\"checkbox\" id=\"terms\" name=\"terms\" value=\"accepted\"{checked}>\
-         <label for=\"terms\">I accept the <a href=\"{terms}\" target=\"_blank\" rel=\"noopener\">terms of \
-         service</a> (version {version}), including consent to receive marketing e-mail from Periscope. \
-         That consent can be withdrawn at any time without affecting access.</label></div>{terms_error}\
-         <button type=\"submit\">Register</button></form>\
-         <p>Already registered? <a href=\"{signin}\">Sign in</a></p>",
-        banner = form.banner.as_deref().unwrap_or(""),
-        action = escape(&app.path("/register")),
-        email = escape(form.email),
-        email_error = field_error(form.email_error),
-        organisation = escape(form.organisation),
-        organisation_error = field_error(form.organisation_error),
-        checked = if form.terms { " checked" } else { "" },
-        terms = escape(&app.path("/terms")),
-        version = escape(&app.settings.terms_version),
-        terms_error = field_error(form.terms_error),
-        signin = escape(&app.path("/signin")),
-    );
-    with_cookies(html::page(status, "Register", &body), set_cookie)
+    let content = view(app, &token, form);
+    with_cookies(html::page(app, status, "Register", content), set_cookie)
 }
 
 pub(crate) async fn get(State(app): State<App>, headers: HeaderMap) -> Response {
@@ -86,7 +127,7 @@ fn organisation(input: &str) -> Result<&str, &'static str> {
     if name.chars().count() > ORG_MAX_CHARS {
         return Err("Enter an organisation name of at most 200 characters.");
     }
-    if crate::text::hidden_control(name, false).is_some() {
+    if periscope_model::text::hidden_control(name, false).is_some() {
         return Err(
             "Enter the organisation name on one line, without control characters (a tab, a line break or an invisible formatting character, for example).",
         );
@@ -124,12 +165,11 @@ pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes
         ..Form::default()
     };
     let (Ok(email), Ok(org), true) = (email, org, terms) else {
-        form.banner =
-            Some("<p class=\"error\" role=\"alert\">Please correct the problems below.</p>".into());
+        form.banner = Banner::Problems;
         return render(&app, &headers, StatusCode::UNPROCESSABLE_ENTITY, &form);
     };
 
-    let now = app.clock.now();
+    let now = app.clock.now().unix();
     let token = match crate::random::secret() {
         Ok(token) => token,
         Err(e) => return Unavailable::from(e).into_response(),
@@ -151,11 +191,7 @@ pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes
         Err(e) => return Unavailable::from(e).into_response(),
         Ok(Registered::AddressTaken) => {
             tracing::info!(mail.to = %email.as_str(), "registration refused: address already registered");
-            form.banner = Some(format!(
-                "<p class=\"error\" role=\"alert\">This e-mail address is already registered. \
-                 <a href=\"{}\">Sign in</a> instead.</p>",
-                escape(&app.path("/signin"))
-            ));
+            form.banner = Banner::AddressTaken;
             form.terms = false;
             return render(&app, &headers, StatusCode::CONFLICT, &form);
         }
@@ -184,12 +220,6 @@ pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes
             Some((&app.path("/register"), "Register again")),
         );
     }
-    let body = format!(
-        "<h1>Check your e-mail</h1><p class=\"notice\">We sent a link to <strong>{email}</strong>.</p>\
-         <p>Open it within {valid_for} to confirm your address and choose your password. The link \
-         works once. Registration is complete only through that link.</p>",
-        email = escape(email.as_str()),
-        valid_for = html::duration(app.settings.link_lifetime),
-    );
-    html::page(StatusCode::OK, "Check your e-mail", &body)
+    let content = sent_view(email.as_str(), &html::duration(app.settings.link_lifetime));
+    html::page(&app, StatusCode::OK, "Check your e-mail", content)
 }

@@ -9,7 +9,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::{App, Params, SESSION_COOKIE, Unavailable, csrf_refused, see_other, with_cookies};
 use crate::email::EmailAddress;
-use crate::html::{self, escape};
+use crate::html;
+use maud::{Markup, html};
 
 /// The one message for every failed sign-in.
 pub(crate) const GENERIC_FAILURE: &str = "Sign-in failed. Check your e-mail address and password; after several attempts, wait a few minutes before trying again.";
@@ -20,41 +21,59 @@ fn safe_return_to<'a>(app: &App, return_to: Option<&'a str>) -> Option<&'a str> 
     return_to.filter(|r| r.starts_with(&prefix) && !r.contains(['\r', '\n']))
 }
 
+/// What the sign-in form shows above its fields.
+#[derive(Clone, Copy)]
+enum Notice {
+    None,
+    /// The address was just confirmed through its link.
+    Confirmed,
+    /// The sign-in failed ([`GENERIC_FAILURE`]).
+    Failed,
+}
+
+/// The sign-in form: `email` as typed so far, the authorization request to return to.
+fn view(app: &App, csrf: &str, email: &str, return_to: Option<&str>, notice: Notice) -> Markup {
+    html! {
+        h1 { "Sign in to Periscope" }
+        @match notice {
+            Notice::None => {}
+            Notice::Confirmed => p.notice role="status" {
+                "Your address is confirmed and your password is set. Sign in to continue."
+            },
+            Notice::Failed => p.error role="alert" { (GENERIC_FAILURE) },
+        }
+        form method="post" action=(app.path("/signin")) {
+            input type="hidden" name="csrf" value=(csrf);
+            @if let Some(r) = return_to {
+                input type="hidden" name="return_to" value=(r);
+            }
+            label for="email" { "E-mail address" }
+            input type="email" id="email" name="email" required autocomplete="username" value=(email);
+            label for="password" { "Password" }
+            input type="password" id="password" name="password" required autocomplete="current-password";
+            button.button type="submit" { "Sign in" }
+        }
+        p {
+            "No account yet? " a href=(app.path("/register")) { "Register" }
+            " · " a href=(app.path("/terms")) { "Terms" }
+        }
+    }
+}
+
 fn render(
     app: &App,
     headers: &HeaderMap,
     status: StatusCode,
     email: &str,
     return_to: Option<&str>,
-    message: Option<String>,
+    notice: Notice,
 ) -> Response {
     let (csrf, set_cookie) = match app.csrf_token(headers) {
         Ok(pair) => pair,
         Err(e) => return Unavailable::from(e).into_response(),
     };
-    let return_field = return_to.map_or(String::new(), |r| {
-        format!(
-            "<input type=\"hidden\" name=\"return_to\" value=\"{}\">",
-            escape(r)
-        )
-    });
-    let body = format!(
-        "<h1>Sign in to Periscope</h1>{message}\
-         <form method=\"post\" action=\"{action}\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">{return_field}\
-         <label for=\"email\">E-mail address</label>\
-         <input type=\"email\" id=\"email\" name=\"email\" required autocomplete=\"username\" value=\"{email}\">\
-         <label for=\"password\">Password</label>\
-         <input type=\"password\" id=\"password\" name=\"password\" required autocomplete=\"current-password\">\
-         <button type=\"submit\">Sign in</button></form>\
-         <p>No account yet? <a href=\"{register}\">Register</a> · <a href=\"{terms}\">Terms</a></p>",
-        message = message.unwrap_or_default(),
-        action = escape(&app.path("/signin")),
-        email = escape(email),
-        register = escape(&app.path("/register")),
-        terms = escape(&app.path("/terms")),
-    );
-    with_cookies(html::page(status, "Sign in", &body), set_cookie)
+    let content = view(app, &csrf, email, return_to, notice);
+    with_cookies(html::page(app, status, "Sign in", content), set_cookie)
 }
 
 pub(crate) async fn get(
@@ -63,9 +82,11 @@ pub(crate) async fn get(
     uri: axum::http::Uri,
 ) -> Response {
     let params = Params::from_query(uri.query());
-    let notice = params.field("confirmed").map(|_| {
-        "<p class=\"notice\" role=\"status\">Your address is confirmed and your password is set. Sign in to continue.</p>".to_owned()
-    });
+    let notice = if params.field("confirmed").is_some() {
+        Notice::Confirmed
+    } else {
+        Notice::None
+    };
     let return_to = safe_return_to(&app, params.field("return_to"));
     render(&app, &headers, StatusCode::OK, "", return_to, notice)
 }
@@ -88,7 +109,7 @@ pub(crate) async fn post(State(app): State<App>, request: Request) -> Response {
     let typed = params.field("email").unwrap_or("").trim();
     let password = params.field("password").unwrap_or("").to_owned();
     let return_to = safe_return_to(&app, params.field("return_to"));
-    let now = app.clock.now();
+    let now = app.clock.now().unix();
     let refuse = |reason: &str| {
         tracing::info!(mail.to = %typed, client.ip = %client, reason, "sign-in refused");
         render(
@@ -97,10 +118,7 @@ pub(crate) async fn post(State(app): State<App>, request: Request) -> Response {
             StatusCode::UNAUTHORIZED,
             typed,
             return_to,
-            Some(format!(
-                "<p class=\"error\" role=\"alert\">{}</p>",
-                escape(GENERIC_FAILURE)
-            )),
+            Notice::Failed,
         )
     };
     let key =

@@ -184,7 +184,7 @@ async fn exchange(app: &App, headers: &HeaderMap, params: &Params) -> Result<Res
             basic_challenge: false,
         }
     };
-    let now = app.clock.now();
+    let now = app.clock.now().unix();
     let code_digest = crate::random::digest(code);
     let grant = match app
         .store
@@ -232,7 +232,9 @@ async fn exchange(app: &App, headers: &HeaderMap, params: &Params) -> Result<Res
         .map_err(server_error)?
         .ok_or_else(|| oauth("invalid_grant", "the account no longer exists"))?;
 
-    let access_token = crate::random::secret().map_err(server_error)?;
+    let access_token = crate::random::secret()
+        .map_err(crate::error::StoreError::from)
+        .map_err(server_error)?;
     let lifetime = app.settings.token_lifetime;
     app.store
         .insert_access_token(

@@ -34,7 +34,7 @@ pub(crate) async fn handle(State(app): State<App>, headers: HeaderMap) -> Respon
     };
     let user = match app
         .store
-        .access_token_user(&crate::random::digest(token), app.clock.now())
+        .access_token_user(&crate::random::digest(token), app.clock.now().unix())
         .await
     {
         Ok(Some(user)) => user,

@@ -167,7 +167,7 @@ impl Store {
                         .bind(version)
                         .bind(description)
                         .bind(&checksum)
-                        .bind(crate::clock::Clock::now(&crate::clock::SystemClock))
+                        .bind(periscope_model::clock::Clock::now(&periscope_model::clock::SystemClock).unix())
                         .execute(&mut *tx)
                         .await
                         .map_err(|e| failed(e.to_string()))?;

@@ -3,12 +3,13 @@
 //! `oidc` drives the provider with the `openidconnect` relying-party crate; `registration`
 //! walks the registration journey with a cookie-keeping client and a real SMTP server
 //! (aiosmtpd); `pages` checks the forms, cookies and limits; `outage` cuts the PostgreSQL
-//! connection and times the 503; `views` snapshots every page and JSON answer as served
+//! connection and times the 503; `escaping` checks that typed values come back escaped; `views` snapshots every page and JSON answer as served
 //! (`snapshot` lays out and redacts them; `docs/testing.md` says how to review a change); every
 //! test also checks that the secrets it saw never reached the log (`support::assert_not_logged`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)] // Test code: a panic is the report.
 
+mod escaping;
 mod oidc;
 mod outage;
 mod pages;

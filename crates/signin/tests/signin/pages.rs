@@ -31,13 +31,20 @@ async fn public_pages_carry_the_banner_and_safe_headers() {
                     .unwrap()
                     .contains("default-src 'none'")
             );
-            // No third-party request: nothing is loaded from anywhere.
+            // No third-party request: nothing is loaded but the service's own stylesheet.
+            assert!(!page.body.contains("<script") && !page.body.contains("<img"));
+            assert_eq!(page.body.matches("<link").count(), 1, "{path}");
             assert!(
-                !page.body.contains("<script")
-                    && !page.body.contains("<link")
-                    && !page.body.contains("<img")
+                page.body
+                    .contains("<link rel=\"stylesheet\" href=\"/auth/assets/periscope.css?v="),
+                "{path}: {}",
+                page.body
             );
         }
+        let style = browser.get(&provider.url("/assets/periscope.css")).await;
+        assert_eq!(style.status, 200);
+        assert_eq!(style.headers["content-type"], "text/css; charset=utf-8");
+        assert!(style.body.contains(".banner{") && style.body.contains(".button{"));
         let csrf_cookie = browser
             .get(&provider.url("/register"))
             .await

@@ -178,9 +178,9 @@ impl Provider {
             config.signing_key_pem = Some(test_key_pem());
         }
         // Starts at the real time: the relying-party library checks token expiry against it.
-        let clock = Arc::new(ManualClock::new(periscope_signin::Clock::now(
-            &periscope_signin::SystemClock,
-        )));
+        let clock = Arc::new(ManualClock::new(
+            periscope_signin::Clock::now(&periscope_signin::SystemClock).unix(),
+        ));
         let signin = SignIn::open_with_clock(config, clock.clone())
             .await
             .unwrap();
@@ -205,7 +205,7 @@ impl Provider {
     }
 
     pub fn now(&self) -> i64 {
-        periscope_signin::Clock::now(&*self.clock)
+        periscope_signin::Clock::now(&*self.clock).unix()
     }
 
     pub fn url(&self, path: &str) -> String {

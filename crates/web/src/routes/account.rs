@@ -5,8 +5,11 @@ use axum::extract::{Form, State as AxumState};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 
+use maud::{Markup, html};
+use periscope_state::{Account, Organisation};
+
 use crate::Web;
-use crate::html::{escape, message, page};
+use crate::html::{message, page};
 use crate::session::*;
 
 pub(crate) async fn account(
@@ -26,36 +29,13 @@ pub(crate) async fn account_page(web: &Web, signed: &Signed, notice: Option<&str
         Ok(orgs) => orgs,
         Err(e) => return internal("cannot read the organisations", &e),
     };
-    let account = &signed.account;
-    let mut body = String::from("<main><h1>Account</h1>");
-    if let Some(notice) = notice {
-        body.push_str(&format!(
-            "<p role=\"status\"><strong>{}</strong></p>",
-            escape(notice)
-        ));
-    }
-    body.push_str(&format!(
-        "<p>E-mail: {}</p>",
-        escape(account.email.as_str())
-    ));
-    for org in &orgs {
-        body.push_str(&format!(
-            "<p>Organisation: {} <span class=\"note\">({})</span></p>",
-            escape(&org.name),
-            if org.verified {
-                "verified"
-            } else {
-                "as typed at registration, not verified"
-            }
-        ));
-    }
-    if let Some(terms) = &account.terms {
-        body.push_str(&format!(
-            "<p>Terms accepted: version {} on {}</p>",
-            escape(&terms.version),
-            escape(&terms.accepted_at.to_string())
-        ));
-    }
+    let body = view(&signed.account, &orgs, &signed.session.csrf, notice);
+    page(StatusCode::OK, "Account", Some(&signed.top()), body)
+}
+
+/// The account as recorded: the address, the organisations, the accepted terms, and the
+/// marketing consent with the form that changes it.
+fn view(account: &Account, orgs: &[Organisation], csrf: &str, notice: Option<&str>) -> Markup {
     let (state_text, button, value) = if account.marketing_consent {
         (
             "You have consented to marketing e-mail.",
@@ -69,15 +49,33 @@ pub(crate) async fn account_page(web: &Web, signed: &Signed, notice: Option<&str
             "give",
         )
     };
-    body.push_str(&format!(
-        "<h2>Marketing e-mail</h2><p>{state_text} Changing this never affects your access.</p>\
-         <form method=\"post\" action=\"/account/marketing\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-         <input type=\"hidden\" name=\"consent\" value=\"{value}\">\
-         <button class=\"button\" type=\"submit\">{button}</button></form></main>",
-        csrf = escape(&signed.session.csrf),
-    ));
-    page(StatusCode::OK, "Account", Some(&signed.top()), &body)
+    html! {
+        main {
+            h1 { "Account" }
+            @if let Some(notice) = notice {
+                p role="status" { strong { (notice) } }
+            }
+            p { "E-mail: " (account.email.as_str()) }
+            @for org in orgs {
+                p {
+                    "Organisation: " (org.name) " "
+                    span.note {
+                        "(" (if org.verified { "verified" } else { "as typed at registration, not verified" }) ")"
+                    }
+                }
+            }
+            @if let Some(terms) = &account.terms {
+                p { "Terms accepted: version " (terms.version) " on " (terms.accepted_at) }
+            }
+            h2 { "Marketing e-mail" }
+            p { (state_text) " Changing this never affects your access." }
+            form method="post" action="/account/marketing" {
+                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="consent" value=(value);
+                button.button type="submit" { (button) }
+            }
+        }
+    }
 }
 
 pub(crate) async fn marketing(

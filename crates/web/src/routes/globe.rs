@@ -11,13 +11,14 @@
 use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use maud::{Markup, html};
 use periscope_api_types::{ExposureResponse, WebWording};
 use periscope_query::{Field, Query};
 use periscope_service::{ExposureRequest, ServiceError};
 
 use crate::Web;
 use crate::assets::href;
-use crate::html::{escape, secure_headers};
+use crate::html::secure_headers;
 use crate::routes::search::{error_wording, search_href};
 use crate::session::{Client, request_id, require_session_fragment};
 
@@ -45,50 +46,59 @@ fn takes_country(query: &Query) -> bool {
 /// The Globe section for the prefixed query `text` (`query` parsed). `data-results` is the
 /// search's Results view; with `data-add-country` the script links a cluster to the Results
 /// of the search with its country's clause added, otherwise to `data-results`.
-pub(crate) fn section(text: &str, query: &Query) -> String {
-    format!(
-        "<section class=\"globe\" aria-label=\"Globe\" data-query=\"{query}\" \
-         data-endpoint=\"/app/exposure\" data-timeout-ms=\"{TIMEOUT_MS}\" \
-         data-land=\"{land}\" data-land-fine=\"{land_fine}\" \
-         data-results=\"{results}\"{add_country}>\
-         <div class=\"globe-bar\">\
-         <p class=\"globe-totals\" aria-live=\"polite\">Loading the Globe…</p>\
-         <ol class=\"globe-levels\" aria-label=\"Detail\">\
-         <li data-level=\"global\" aria-current=\"true\">Global</li>\
-         <li data-level=\"regional\">Regional</li>\
-         <li data-level=\"local\">Local</li></ol>\
-         <div class=\"globe-zoom\" role=\"group\" aria-label=\"Zoom\">\
-         <button type=\"button\" class=\"button\" data-zoom=\"in\" aria-label=\"Zoom in\" disabled>+</button>\
-         <button type=\"button\" class=\"button\" data-zoom=\"out\" aria-label=\"Zoom out\" disabled>−</button>\
-         </div></div>\
-         <div class=\"globe-stage\">\
-         <canvas tabindex=\"0\" role=\"img\" width=\"640\" height=\"640\" \
-         aria-label=\"Globe of where the matching hosts are. Drag or use the arrow keys to turn \
-         it; the + and − keys or the wheel zoom in and out. The clusters are listed below; each \
-         leads to its hosts.\"\
-         ></canvas>\
-         <p class=\"globe-loading\" role=\"status\"><span class=\"spinner\" aria-hidden=\"true\">\
-         </span><span class=\"globe-loading-text\">Loading Global detail…</span></p>\
-         <div class=\"globe-error\" role=\"alert\"></div>\
-         <div class=\"globe-tip\" aria-hidden=\"true\" hidden></div></div>\
-         <p class=\"note globe-bounded\" hidden>More than 500 clusters match at this detail: \
-         only the 500 largest are drawn. The totals count every matching host.</p>\
-         <noscript><p class=\"note\">The Globe needs JavaScript. The Results view lists the \
-         matching hosts without it.</p></noscript>\
-         <table class=\"globe-clusters\"><caption>Clusters in view, most hosts first</caption>\
-         <thead><tr><th scope=\"col\">Cluster (its hosts)</th><th scope=\"col\">Hosts</th>\
-         <th scope=\"col\">Services</th></tr></thead><tbody></tbody></table>\
-         </section>",
-        query = escape(text),
-        results = escape(&search_href(text, None, 1)),
-        add_country = if takes_country(query) {
-            " data-add-country"
-        } else {
-            ""
-        },
-        land = escape(&href("land-110m.json")),
-        land_fine = escape(&href("land-50m.json")),
-    )
+pub(crate) fn section(text: &str, query: &Query) -> Markup {
+    html! {
+        section.globe aria-label="Globe" data-query=(text) data-endpoint="/app/exposure"
+            data-timeout-ms=(TIMEOUT_MS) data-land=(href("land-110m.json"))
+            data-land-fine=(href("land-50m.json")) data-results=(search_href(text, None, 1))
+            data-add-country[takes_country(query)] {
+            div.globe-bar {
+                p.globe-totals aria-live="polite" { "Loading the Globe…" }
+                ol.globe-levels aria-label="Detail" {
+                    li data-level="global" aria-current="true" { "Global" }
+                    li data-level="regional" { "Regional" }
+                    li data-level="local" { "Local" }
+                }
+                div.globe-zoom role="group" aria-label="Zoom" {
+                    button type="button" class="button" data-zoom="in" aria-label="Zoom in" disabled { "+" }
+                    button type="button" class="button" data-zoom="out" aria-label="Zoom out" disabled { "−" }
+                }
+            }
+            div.globe-stage {
+                canvas tabindex="0" role="img" width="640" height="640"
+                    aria-label="Globe of where the matching hosts are. Drag or use the arrow keys \
+                    to turn it; the + and − keys or the wheel zoom in and out. The clusters are \
+                    listed below; each leads to its hosts." {}
+                p.globe-loading role="status" {
+                    span.spinner aria-hidden="true" {}
+                    span.globe-loading-text { "Loading Global detail…" }
+                }
+                div.globe-error role="alert" {}
+                div.globe-tip aria-hidden="true" hidden {}
+            }
+            p.note.globe-bounded hidden {
+                "More than 500 clusters match at this detail: only the 500 largest are drawn. \
+                 The totals count every matching host."
+            }
+            noscript {
+                p.note {
+                    "The Globe needs JavaScript. The Results view lists the matching hosts \
+                     without it."
+                }
+            }
+            table.globe-clusters {
+                caption { "Clusters in view, most hosts first" }
+                thead {
+                    tr {
+                        th scope="col" { "Cluster (its hosts)" }
+                        th scope="col" { "Hosts" }
+                        th scope="col" { "Services" }
+                    }
+                }
+                tbody {}
+            }
+        }
+    }
 }
 
 /// The parameters of `GET /app/exposure`.
@@ -248,13 +258,11 @@ mod tests {
             ("192.0.2.0/24", false),
             ("192.0.2.1", false),
         ] {
-            let html = section(text, &parsed(text));
+            let html = section(text, &parsed(text)).into_string();
             assert_eq!(html.contains(" data-add-country"), adds, "{text}: {html}");
+            let results = html! { (search_href(text, None, 1)) }.into_string();
             assert!(
-                html.contains(&format!(
-                    "data-results=\"{}\"",
-                    escape(&search_href(text, None, 1))
-                )),
+                html.contains(&format!("data-results=\"{results}\"")),
                 "{text}: {html}"
             );
         }
@@ -263,7 +271,7 @@ mod tests {
     #[test]
     fn the_section_escapes_the_query_and_names_its_parts() {
         let text = "product:\"a<b\"";
-        let html = section(text, &parsed(text));
+        let html = section(text, &parsed(text)).into_string();
         assert!(
             html.contains("data-query=\"product:&quot;a&lt;b&quot;\""),
             "{html}"

@@ -11,8 +11,10 @@ use axum::response::Response;
 use periscope_model::Timestamp;
 use periscope_state::{ApiKey, KEY_NAME_MAX_CHARS, KeyId, KeyInfo, StateError};
 
+use maud::{Markup, html};
+
 use crate::Web;
-use crate::html::{escape, message, page_with};
+use crate::html::{message, page_with};
 use crate::routes::report::thousands;
 use crate::session::*;
 
@@ -30,7 +32,7 @@ pub(crate) struct CreateForm {
 
 /// Why a key name is refused, in words for the user (the state's rules: optional, trimmed, at
 /// most [`KEY_NAME_MAX_CHARS`] characters, no control characters — nor, here, a bidirectional
-/// override: [`periscope_signin::hidden_control`]).
+/// override: [`periscope_model::text::hidden_control`]).
 fn name_refusal(name: &str) -> Option<String> {
     let name = name.trim();
     let count = name.chars().count();
@@ -41,7 +43,7 @@ fn name_refusal(name: &str) -> Option<String> {
             thousands(count),
             KEY_NAME_MAX_CHARS
         ))
-    } else if periscope_signin::hidden_control(name, false).is_some() {
+    } else if periscope_model::text::hidden_control(name, false).is_some() {
         Some(
             "The name contains a control character (a tab, a line break or an invisible \
              formatting character, for example). Use letters, digits, spaces and punctuation."
@@ -61,46 +63,62 @@ fn when(t: Timestamp) -> String {
     }
 }
 
-fn key_list(keys: &[KeyInfo]) -> String {
+/// The account's keys: a table, or a note when there are none.
+fn key_list(keys: &[KeyInfo]) -> Markup {
     if keys.is_empty() {
-        return "<p class=\"note\" id=\"no-keys\">You have no API keys yet.</p>".into();
+        return html! { p.note id="no-keys" { "You have no API keys yet." } };
     }
-    let mut out = String::from(
-        "<div class=\"table-scroll\"><table class=\"keys\"><caption class=\"visually-hidden\">Your API keys</caption>\
-         <thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Prefix</th>\
-         <th scope=\"col\">Created</th><th scope=\"col\">Last used</th>\
-         <th scope=\"col\">Status</th></tr></thead><tbody>",
-    );
-    for k in keys {
-        let name = k.name.as_deref().map_or_else(
-            || "<span class=\"note\">(no name)</span>".to_owned(),
-            escape,
-        );
-        let prefix = k.prefix.as_deref().map_or_else(
-            || "<span class=\"note\">(not recorded)</span>".to_owned(),
-            |p| format!("<code>{}…</code>", escape(p)),
-        );
-        let last = k
-            .last_used_at
-            .map_or_else(|| "Never".to_owned(), |t| escape(&when(t)));
-        let status = match k.revoked_at {
-            Some(t) => format!("<td class=\"revoked\">Revoked {}</td>", escape(&when(t))),
-            None => format!(
-                "<td>Active <a class=\"revoke\" href=\"/api-access/keys/{id}/revoke\" \
-                 aria-label=\"Revoke {label}\">Revoke</a></td>",
-                id = k.id,
-                label = escape(k.name.as_deref().or(k.prefix.as_deref()).unwrap_or("key")),
-            ),
-        };
-        out.push_str(&format!(
-            "<tr class=\"key\" data-key-id=\"{id}\"><td>{name}</td><td>{prefix}</td><td>{created}</td>\
-             <td>{last}</td>{status}</tr>",
-            id = k.id,
-            created = escape(&when(k.created_at)),
-        ));
+    html! {
+        div.table-scroll {
+            table.keys {
+                caption.visually-hidden { "Your API keys" }
+                thead {
+                    tr {
+                        th scope="col" { "Name" }
+                        th scope="col" { "Prefix" }
+                        th scope="col" { "Created" }
+                        th scope="col" { "Last used" }
+                        th scope="col" { "Status" }
+                    }
+                }
+                tbody {
+                    @for k in keys {
+                        tr.key data-key-id=(k.id) {
+                            td {
+                                @match &k.name {
+                                    Some(name) => (name),
+                                    None => span.note { "(no name)" },
+                                }
+                            }
+                            td {
+                                @match &k.prefix {
+                                    Some(p) => code { (p) "…" },
+                                    None => span.note { "(not recorded)" },
+                                }
+                            }
+                            td { (when(k.created_at)) }
+                            td {
+                                @match k.last_used_at {
+                                    Some(t) => (when(t)),
+                                    None => "Never",
+                                }
+                            }
+                            @match k.revoked_at {
+                                Some(t) => td.revoked { "Revoked " (when(t)) },
+                                None => td {
+                                    "Active "
+                                    a.revoke href={ "/api-access/keys/" (k.id) "/revoke" }
+                                        aria-label={ "Revoke " (k.name.as_deref().or(k.prefix.as_deref()).unwrap_or("key")) } {
+                                        "Revoke"
+                                    }
+                                },
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
-    out.push_str("</tbody></table></div>");
-    out
 }
 
 /// The API access page: a notice or error, the new key once, the create form, the list.
@@ -118,69 +136,76 @@ async fn api_access_page(web: &Web, signed: &Signed, view: View<'_>) -> Response
         Ok(keys) => keys,
         Err(e) => return internal("cannot read the API keys", &e),
     };
-    let mut body = String::from(
-        "<main class=\"wide\"><h1>API access</h1><p>A personal API key lets scripts use the \
-         <a href=\"/quickstart\">API</a> as you, on the same daily allowance as your searches \
-         here. Send it on every request as <code>Authorization: Bearer &lt;key&gt;</code>.</p>",
-    );
-    if let Some(notice) = view.notice {
-        body.push_str(&format!(
-            "<div class=\"notice\" role=\"status\"><p>{}</p></div>",
-            escape(notice)
-        ));
-    }
-    if let Some((key, info)) = view.created {
-        body.push_str(&format!(
-            "<section class=\"newkey\" aria-labelledby=\"newkey-title\">\
-             <h2 id=\"newkey-title\">Your new key{name}</h2>\
-             <p><strong>This is the only time the full key is shown.</strong> Copy it now: \
-             Periscope keeps only a hash of it and cannot show it again.</p>\
-             <code id=\"new-key\">{key}</code>\
-             <p class=\"actions\"><button type=\"button\" class=\"button\" data-copy=\"new-key\" \
-             data-status=\"copy-status\" hidden>Copy key</button>\
-             <span class=\"copied\" id=\"copy-status\" role=\"status\" aria-live=\"polite\"></span></p>\
-             <p>Keep the key out of source control (use an environment variable or a secret \
-             store). If you suspect it was exposed, revoke it below and create another.</p></section>",
-            name = info
-                .name
-                .as_deref()
-                .map(|n| format!(" “{}”", escape(n)))
-                .unwrap_or_default(),
-            key = escape(key.expose()),
-        ));
-    }
-    let error = view.error.map_or(String::new(), |e| {
-        format!(
-            "<div class=\"error\" role=\"alert\" id=\"name-error\"><p>{}</p></div>",
-            escape(e)
-        )
-    });
-    body.push_str(&format!(
-        "<h2>Create key</h2>{error}<form method=\"post\" action=\"/api-access/keys\" class=\"create-key\" \
-         data-busy=\"Creating…\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-         <input type=\"hidden\" name=\"form\" value=\"{form}\">\
-         <label class=\"field\" for=\"key-name\">Name (optional, to tell keys apart)</label>\
-         <input class=\"text\" id=\"key-name\" name=\"name\" type=\"text\" maxlength=\"{max}\" \
-         autocomplete=\"off\" value=\"{name}\"{described}>\
-         <p class=\"actions\"><button class=\"button\" type=\"submit\">Create key</button></p></form>\
-         <h2>Your keys</h2>{list}</main>",
-        csrf = escape(&signed.session.csrf),
-        form = escape(&random_token().unwrap_or_default()),
-        max = KEY_NAME_MAX_CHARS,
-        name = escape(view.name),
-        described = if view.error.is_some() {
-            " aria-invalid=\"true\" aria-describedby=\"name-error\""
-        } else {
-            ""
-        },
-        list = key_list(&keys),
-    ));
-    let mut response = page_with(view.status, "API access", Some(&signed.top()), &body, &[]);
+    let form_token = match random_token() {
+        Ok(token) => token,
+        Err(e) => return internal("cannot make the create-key form's token", &e),
+    };
+    let body = view_page(&view, &signed.session.csrf, &form_token, &keys);
+    let mut response = page_with(view.status, "API access", Some(&signed.top()), body, &[]);
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+/// The API access page's content.
+fn view_page(view: &View<'_>, csrf: &str, form_token: &str, keys: &[KeyInfo]) -> Markup {
+    html! {
+        main.wide {
+            h1 { "API access" }
+            p {
+                "A personal API key lets scripts use the " a href="/quickstart" { "API" }
+                " as you, on the same daily allowance as your searches here. Send it on every \
+                 request as " code { "Authorization: Bearer <key>" } "."
+            }
+            @if let Some(notice) = view.notice {
+                div.notice role="status" { p { (notice) } }
+            }
+            @if let Some((key, info)) = view.created {
+                section.newkey aria-labelledby="newkey-title" {
+                    h2 id="newkey-title" {
+                        "Your new key"
+                        @if let Some(name) = &info.name { " “" (name) "”" }
+                    }
+                    p {
+                        strong { "This is the only time the full key is shown." }
+                        " Copy it now: Periscope keeps only a hash of it and cannot show it again."
+                    }
+                    code id="new-key" { (key.expose()) }
+                    p.actions {
+                        button type="button" class="button" data-copy="new-key"
+                            data-status="copy-status" hidden { "Copy key" }
+                        span.copied id="copy-status" role="status" aria-live="polite" {}
+                    }
+                    p {
+                        "Keep the key out of source control (use an environment variable or a \
+                         secret store). If you suspect it was exposed, revoke it below and create \
+                         another."
+                    }
+                }
+            }
+            h2 { "Create key" }
+            @if let Some(e) = view.error {
+                div.error role="alert" id="name-error" { p { (e) } }
+            }
+            form method="post" action="/api-access/keys" class="create-key" data-busy="Creating…" {
+                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="form" value=(form_token);
+                label.field for="key-name" { "Name (optional, to tell keys apart)" }
+                @if view.error.is_some() {
+                    input.text id="key-name" name="name" type="text" maxlength=(KEY_NAME_MAX_CHARS)
+                        autocomplete="off" value=(view.name) aria-invalid="true"
+                        aria-describedby="name-error";
+                } @else {
+                    input.text id="key-name" name="name" type="text" maxlength=(KEY_NAME_MAX_CHARS)
+                        autocomplete="off" value=(view.name);
+                }
+                p.actions { button.button type="submit" { "Create key" } }
+            }
+            h2 { "Your keys" }
+            (key_list(keys))
+        }
+    }
 }
 
 /// `GET /api-access`.
@@ -338,23 +363,26 @@ pub(crate) async fn confirm(
             Some(&signed.top()),
         );
     }
-    let body = format!(
-        "<main><h1>Revoke this key?</h1><p>Revoke the key {label}? It stops working at once: a \
-         script using it fails on its next request. This cannot be undone.</p>\
-         <form method=\"post\" action=\"/api-access/keys/{id}/revoke\" class=\"actions\" \
-         data-busy=\"Revoking…\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-         <button class=\"button danger\" type=\"submit\">Revoke key</button>\
-         <a class=\"button secondary\" href=\"/api-access\">Keep the key</a></form></main>",
-        label = escape(&label(&key)),
-        id = key.id,
-        csrf = escape(&signed.session.csrf),
-    );
+    let body = html! {
+        main {
+            h1 { "Revoke this key?" }
+            p {
+                "Revoke the key " (label(&key)) "? It stops working at once: a script using it \
+                 fails on its next request. This cannot be undone."
+            }
+            form method="post" action={ "/api-access/keys/" (key.id) "/revoke" } class="actions"
+                data-busy="Revoking…" {
+                input type="hidden" name="csrf" value=(signed.session.csrf);
+                button.button.danger type="submit" { "Revoke key" }
+                a.button.secondary href="/api-access" { "Keep the key" }
+            }
+        }
+    };
     page_with(
         StatusCode::OK,
         "Revoke this key?",
         Some(&signed.top()),
-        &body,
+        body,
         &[],
     )
 }

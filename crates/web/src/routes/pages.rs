@@ -5,6 +5,8 @@ use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 
+use maud::html;
+
 use crate::Web;
 use crate::html::{message, page_with};
 use crate::routes::{globe, search};
@@ -37,7 +39,7 @@ pub(crate) async fn home(
                 status,
                 title,
                 Some(&signed.top()),
-                &format!("<main class=\"search\" aria-label=\"Search\">{section}</main>"),
+                html! { main.search aria-label="Search" { (section) } },
                 &assets,
             )
         }

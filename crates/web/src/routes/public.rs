@@ -7,8 +7,10 @@ use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
+use maud::{Markup, html};
+
 use crate::Web;
-use crate::html::{escape, page};
+use crate::html::page;
 use crate::session::{optional_session, redirect};
 
 /// The release notes, compiled into the binary.
@@ -126,114 +128,145 @@ fn examples(base: &str) -> Vec<Example> {
 pub(crate) async fn quickstart(AxumState(web): AxumState<Web>, headers: HeaderMap) -> Response {
     let signed = optional_session(&web, &headers).await;
     let base = &web.inner.public_url;
-    let mut body = format!(
-        "<main class=\"wide\"><h1>Quickstart</h1>\
-         <p>The API answers JSON under <code>{base}/v1</code>. Every request but the OpenAPI \
-         document carries a personal API key as a bearer credential.</p>\
-         <h2>1. Get a key</h2><ol>\
-         <li>Sign in, open the account menu (your e-mail address, top right) and choose \
-         <a href=\"/api-access\">API access</a>.</li>\
-         <li>Select <strong>Create key</strong>, optionally with a name to tell your keys apart. \
-         The full key is shown once: copy it then.</li>\
-         <li>Keep it out of source control; revoke it on the same page if you suspect it was \
-         exposed, and create another.</li></ol>\
-         <p>The examples read the key from the shell variable <code>KEY</code>:</p>\
-         <pre><code>export KEY=psk_…</code></pre>\
-         <p>The browser and your keys share one allowance of searches a day. Only an answered \
-         search is charged; everything else here is free.</p><h2>2. Every route</h2>",
-        base = escape(base),
-    );
-    for example in examples(base) {
-        body.push_str(&format!(
-            "<section class=\"example\" aria-label=\"{route}\"><h3>{title} \
-             <code>{route}</code></h3><p>{text}</p>\
-             <pre><code class=\"curl\" data-route=\"{route}\">{commands}</code></pre></section>",
-            route = escape(example.route),
-            title = escape(example.title),
-            text = escape(example.text),
-            commands = escape(&example.commands),
-        ));
-    }
-    body.push_str(
-        "<p class=\"note\">A refused request answers with a JSON error body (<code>code</code>, \
-         <code>message</code>); <code>--fail-with-body</code> prints it and makes curl exit \
-         non-zero.</p></main>",
-    );
+    let body = quickstart_view(base, &examples(base));
     page(
         StatusCode::OK,
         "Quickstart",
         signed.as_ref().map(|s| s.top()).as_ref(),
-        &body,
+        body,
     )
+}
+
+/// The quickstart for the instance at `base`: getting a key, then `examples`.
+fn quickstart_view(base: &str, examples: &[Example]) -> Markup {
+    html! {
+        main.wide {
+            h1 { "Quickstart" }
+            p {
+                "The API answers JSON under " code { (base) "/v1" } ". Every request but the \
+                 OpenAPI document carries a personal API key as a bearer credential."
+            }
+            h2 { "1. Get a key" }
+            ol {
+                li {
+                    "Sign in, open the account menu (your e-mail address, top right) and choose "
+                    a href="/api-access" { "API access" } "."
+                }
+                li {
+                    "Select " strong { "Create key" } ", optionally with a name to tell your keys \
+                     apart. The full key is shown once: copy it then."
+                }
+                li {
+                    "Keep it out of source control; revoke it on the same page if you suspect it \
+                     was exposed, and create another."
+                }
+            }
+            p { "The examples read the key from the shell variable " code { "KEY" } ":" }
+            pre { code { "export KEY=psk_…" } }
+            p {
+                "The browser and your keys share one allowance of searches a day. Only an \
+                 answered search is charged; everything else here is free."
+            }
+            h2 { "2. Every route" }
+            @for example in examples {
+                section.example aria-label=(example.route) {
+                    h3 { (example.title) " " code { (example.route) } }
+                    p { (example.text) }
+                    pre { code.curl data-route=(example.route) { (example.commands) } }
+                }
+            }
+            p.note {
+                "A refused request answers with a JSON error body (" code { "code" } ", "
+                code { "message" } "); " code { "--fail-with-body" } " prints it and makes curl \
+                 exit non-zero."
+            }
+        }
+    }
+}
+
+/// One block of the release notes.
+enum Block {
+    Heading(usize, String),
+    Paragraph(String),
+    List(Vec<String>),
+}
+
+/// A line's text with its `code` spans.
+fn inline(line: &str) -> Markup {
+    html! {
+        @for (i, part) in line.split('`').enumerate() {
+            @if i % 2 == 1 { code { (part) } } @else { (part) }
+        }
+    }
 }
 
 /// The release notes' Markdown as HTML: `#` headings, `-` lists, paragraphs and `code` spans,
 /// which is all the file uses. Everything is escaped.
-fn markdown(text: &str) -> String {
-    fn inline(line: &str) -> String {
-        escape(line)
-            .split('`')
-            .enumerate()
-            .map(|(i, part)| {
-                if i % 2 == 1 {
-                    format!("<code>{part}</code>")
-                } else {
-                    part.to_owned()
-                }
-            })
-            .collect()
-    }
-    let mut out = String::new();
+fn markdown(text: &str) -> Markup {
+    let mut blocks: Vec<Block> = Vec::new();
     let mut paragraph: Vec<&str> = Vec::new();
     let mut item: Vec<&str> = Vec::new();
-    let mut in_list = false;
-    let flush = |out: &mut String, paragraph: &mut Vec<&str>, item: &mut Vec<&str>| {
+    let mut list: Option<Vec<String>> = None;
+    let flush = |blocks: &mut Vec<Block>,
+                 list: &mut Option<Vec<String>>,
+                 paragraph: &mut Vec<&str>,
+                 item: &mut Vec<&str>| {
         if !item.is_empty() {
-            out.push_str(&format!("<li>{}</li>", inline(&item.join(" "))));
+            if let Some(list) = list.as_mut() {
+                list.push(item.join(" "));
+            }
             item.clear();
         }
         if !paragraph.is_empty() {
-            out.push_str(&format!("<p>{}</p>", inline(&paragraph.join(" "))));
+            blocks.push(Block::Paragraph(paragraph.join(" ")));
             paragraph.clear();
         }
     };
     for line in text.lines() {
         let trimmed = line.trim();
         if let Some(rest) = trimmed.strip_prefix("- ") {
-            flush(&mut out, &mut paragraph, &mut item);
-            if !in_list {
-                out.push_str("<ul>");
-                in_list = true;
+            flush(&mut blocks, &mut list, &mut paragraph, &mut item);
+            if list.is_none() {
+                list = Some(Vec::new());
             }
             item.push(rest);
-        } else if in_list && !trimmed.is_empty() && line.starts_with(' ') {
+        } else if list.is_some() && !trimmed.is_empty() && line.starts_with(' ') {
             item.push(trimmed);
         } else {
-            if in_list {
-                flush(&mut out, &mut paragraph, &mut item);
-                out.push_str("</ul>");
-                in_list = false;
+            if list.is_some() {
+                flush(&mut blocks, &mut list, &mut paragraph, &mut item);
+                blocks.extend(list.take().map(Block::List));
             }
             let level = trimmed.chars().take_while(|c| *c == '#').count();
             if trimmed.is_empty() {
-                flush(&mut out, &mut paragraph, &mut item);
+                flush(&mut blocks, &mut list, &mut paragraph, &mut item);
             } else if level > 0 && trimmed[level..].starts_with(' ') {
-                flush(&mut out, &mut paragraph, &mut item);
-                let level = level.min(6);
-                out.push_str(&format!(
-                    "<h{level}>{}</h{level}>",
-                    inline(trimmed[level..].trim())
+                flush(&mut blocks, &mut list, &mut paragraph, &mut item);
+                blocks.push(Block::Heading(
+                    level.min(6),
+                    trimmed[level..].trim().to_owned(),
                 ));
             } else {
                 paragraph.push(trimmed);
             }
         }
     }
-    flush(&mut out, &mut paragraph, &mut item);
-    if in_list {
-        out.push_str("</ul>");
+    flush(&mut blocks, &mut list, &mut paragraph, &mut item);
+    blocks.extend(list.take().map(Block::List));
+    html! {
+        @for block in &blocks {
+            @match block {
+                Block::Heading(1, t) => h1 { (inline(t)) },
+                Block::Heading(2, t) => h2 { (inline(t)) },
+                Block::Heading(3, t) => h3 { (inline(t)) },
+                Block::Heading(4, t) => h4 { (inline(t)) },
+                Block::Heading(5, t) => h5 { (inline(t)) },
+                Block::Heading(_, t) => h6 { (inline(t)) },
+                Block::Paragraph(t) => p { (inline(t)) },
+                Block::List(items) => ul { @for i in items { li { (inline(i)) } } },
+            }
+        }
     }
-    out
 }
 
 /// `GET /release-notes`.
@@ -243,7 +276,7 @@ pub(crate) async fn release_notes(AxumState(web): AxumState<Web>, headers: Heade
         StatusCode::OK,
         "Release notes",
         signed.as_ref().map(|s| s.top()).as_ref(),
-        &format!("<main class=\"wide\">{}</main>", markdown(RELEASE_NOTES)),
+        html! { main.wide { (markdown(RELEASE_NOTES)) } },
     )
 }
 
@@ -254,7 +287,8 @@ mod tests {
     #[test]
     fn markdown_renders_headings_lists_paragraphs_and_code() {
         let html =
-            markdown("# A <b>\n\nSome `x<y>` text\nwrapped.\n\n- one\n  more\n- two\n\n## B\n");
+            markdown("# A <b>\n\nSome `x<y>` text\nwrapped.\n\n- one\n  more\n- two\n\n## B\n")
+                .into_string();
         assert_eq!(
             html,
             "<h1>A &lt;b&gt;</h1><p>Some <code>x&lt;y&gt;</code> text wrapped.</p>\

@@ -11,8 +11,10 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use periscope_state::REPORT_MAX_CHARS;
 
+use maud::{Markup, html};
+
 use crate::Web;
-use crate::html::{escape, page_with};
+use crate::html::page_with;
 use crate::session::*;
 
 #[derive(serde::Deserialize)]
@@ -37,7 +39,7 @@ fn normalise(text: &str) -> String {
 /// Why a description is refused, in words for the user; `None` when it is accepted.
 fn refusal(description: &str) -> Option<String> {
     let count = description.trim().chars().count();
-    if let Some((at, c)) = periscope_signin::hidden_control(description, true) {
+    if let Some((at, c)) = periscope_model::text::hidden_control(description, true) {
         Some(format!(
             "The description contains an invisible control character (U+{:04X}, character {}), \
              which reports cannot hold. Remove it (retype the text around it) and send it again.",
@@ -59,42 +61,60 @@ fn refusal(description: &str) -> Option<String> {
 }
 
 fn form_page(signed: &Signed, status: StatusCode, text: &str, error: Option<&str>) -> Response {
+    let body = form_view(&signed.session.csrf, text, error);
+    page_with(status, "Report a problem", Some(&signed.top()), body, &[])
+}
+
+/// The report form: `text` as typed so far, the counter, and why it was refused.
+fn form_view(csrf: &str, text: &str, error: Option<&str>) -> Markup {
     let count = text.chars().count();
-    let error_html = error.map_or(String::new(), |e| {
-        format!(
-            "<div class=\"error\" role=\"alert\" id=\"report-error\"><p>{}</p></div>",
-            escape(e)
-        )
-    });
     let described = if error.is_some() {
         "report-count report-error"
     } else {
         "report-count"
     };
-    let body = format!(
-        "<main><h1>Report a problem</h1>\
-         <p>Tell us what went wrong or what is missing: what you did, what you expected and what \
-         happened. Reports receive no individual reply, and attachments are not accepted.</p>\
-         {error_html}\
-         <form method=\"post\" action=\"/report-a-problem\" class=\"report\" data-busy=\"Sending…\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-         <label class=\"field\" for=\"description\">Description (at most {max} characters)</label>\
-         <textarea id=\"description\" name=\"description\" maxlength=\"{max_raw}\" required \
-         aria-describedby=\"{described}\" data-counter=\"report-count\" data-max=\"{max_raw}\">{text}</textarea>\
-         <p class=\"counter{over}\" id=\"report-count\" aria-live=\"polite\">{count} of {max} characters</p>\
-         <button class=\"button\" type=\"submit\">Send report</button></form></main>",
-        csrf = escape(&signed.session.csrf),
-        max = thousands(REPORT_MAX_CHARS),
-        max_raw = REPORT_MAX_CHARS,
-        text = escape(text),
-        over = if count > REPORT_MAX_CHARS {
-            " over"
-        } else {
-            ""
-        },
-        count = thousands(count),
-    );
-    page_with(status, "Report a problem", Some(&signed.top()), &body, &[])
+    let max = thousands(REPORT_MAX_CHARS);
+    html! {
+        main {
+            h1 { "Report a problem" }
+            p {
+                "Tell us what went wrong or what is missing: what you did, what you expected and \
+                 what happened. Reports receive no individual reply, and attachments are not \
+                 accepted."
+            }
+            @if let Some(e) = error {
+                div.error role="alert" id="report-error" { p { (e) } }
+            }
+            form method="post" action="/report-a-problem" class="report" data-busy="Sending…" {
+                input type="hidden" name="csrf" value=(csrf);
+                label.field for="description" { "Description (at most " (max) " characters)" }
+                textarea id="description" name="description" maxlength=(REPORT_MAX_CHARS) required
+                    aria-describedby=(described) data-counter="report-count"
+                    data-max=(REPORT_MAX_CHARS) { (text) }
+                p.counter.over[count > REPORT_MAX_CHARS] id="report-count" aria-live="polite" {
+                    (thousands(count)) " of " (max) " characters"
+                }
+                button.button type="submit" { "Send report" }
+            }
+        }
+    }
+}
+
+/// The confirmation of a stored report.
+fn received_view() -> Markup {
+    html! {
+        main {
+            h1 { "Report received" }
+            div.notice role="status" {
+                p { "Thank you: your report is stored for Periscope's administrators." }
+            }
+            p { "Reports receive no individual reply." }
+            p.actions {
+                a.button href="/" { "Back to search" }
+                a href="/report-a-problem" { "Report another problem" }
+            }
+        }
+    }
 }
 
 /// `GET /report-a-problem`.
@@ -133,17 +153,11 @@ pub(crate) async fn submit(
     match stored {
         Ok(id) => {
             tracing::info!(account.id = %signed.account.id, report.id = id.as_i64(), "problem report stored");
-            let body = "<main><h1>Report received</h1>\
-                 <div class=\"notice\" role=\"status\"><p>Thank you: your report is stored for \
-                 Periscope's administrators.</p></div>\
-                 <p>Reports receive no individual reply.</p>\
-                 <p class=\"actions\"><a class=\"button\" href=\"/\">Back to search</a>\
-                 <a href=\"/report-a-problem\">Report another problem</a></p></main>";
             page_with(
                 StatusCode::OK,
                 "Report received",
                 Some(&signed.top()),
-                body,
+                received_view(),
                 &[],
             )
         }

@@ -240,7 +240,8 @@ pub(crate) async fn prepare_account(
                 (wanted, Some(org)),
                 ("terms_version", claims.terms_version.as_deref()),
             ] {
-                if let Some((_, c)) = value.and_then(|v| periscope_signin::hidden_control(v, false))
+                if let Some((_, c)) =
+                    value.and_then(|v| periscope_model::text::hidden_control(v, false))
                 {
                     return Err(Prepare::Refused(format!(
                         "The {claim} claim from the sign-in service holds the control character U+{:04X}; Periscope stores no such text.",

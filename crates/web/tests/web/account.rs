@@ -5,9 +5,9 @@
 //! problem report stored and refused, and a key created, shown once, used, listed by its prefix
 //! and revoked. `account_in_chromium` runs `tests/browser/account.mjs` in a real Chromium.
 
-use periscope_signin::BANNER;
 use periscope_state::testing::on_each_backend;
 use periscope_state::{DailyLimit, is_well_formed_key};
+use periscope_ui::BANNER;
 
 use crate::browser::{artifacts, converse, node_suite, ready};
 use crate::journey::{register_via_outbox, sign_in_via_web};

@@ -13,8 +13,8 @@
 
 use std::path::{Path, PathBuf};
 
-use periscope_signin::BANNER;
 use periscope_state::testing::on_each_backend;
+use periscope_ui::BANNER;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::journey::{register_via_outbox, sign_in_via_web};

@@ -110,7 +110,7 @@ impl periscope_api::IndexProbe for ReadyIndex {
 }
 
 pub fn real_now() -> i64 {
-    periscope_signin::Clock::now(&periscope_signin::SystemClock)
+    periscope_signin::Clock::now(&periscope_signin::SystemClock).unix()
 }
 
 impl App {
@@ -201,7 +201,7 @@ impl App {
             router = periscope_api::router(api).merge(router);
         }
         if demo {
-            router = router.layer(axum::middleware::map_response(periscope_web::mark_demo));
+            router = router.layer(axum::middleware::from_fn(periscope_web::mark_demo));
         }
         let server = serve(listener, router);
         App {

@@ -6,18 +6,18 @@
 use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use maud::{Markup, html};
 use periscope_index::{FacetField, FacetStatus, Relation};
 use periscope_service::ServiceError;
 
 use super::filters::REMOVE_ONE;
 use super::{caller, search_href};
 use crate::Web;
-use crate::html::escape;
 use crate::session::{Client, request_id, require_session_fragment};
 use crate::words::{self, country_name};
 
-fn fragment(status: StatusCode, html: String) -> Response {
-    let mut response = (status, html).into_response();
+fn fragment(status: StatusCode, html: Markup) -> Response {
+    let mut response = (status, html.into_string()).into_response();
     let h = response.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
@@ -80,21 +80,18 @@ pub(crate) async fn count(
         // them ("26–50 of about 19,349").
         Ok(c) => fragment(
             StatusCode::OK,
-            format!(
-                "<span class=\"total-value\" data-value=\"{}\" data-relation=\"{}\">{}</span>",
-                c.value,
-                match c.relation {
+            html! {
+                span.total-value data-value=(c.value) data-relation=(match c.relation {
                     Relation::Exact => "exact",
                     Relation::Approximate => "approximate",
-                },
-                hosts(c.value, c.relation)
-            ),
+                }) { (hosts(c.value, c.relation)) }
+            },
         ),
         Err(e) => {
             tracing::warn!(error = %e, "the total of a search failed");
             fragment(
                 StatusCode::OK,
-                "<span class=\"total-unavailable\">Total unavailable</span>".into(),
+                html! { span.total-unavailable { "Total unavailable" } },
             )
         }
     }
@@ -127,15 +124,14 @@ pub(crate) async fn facets(
             let title = e.error_code().web().map_or("", |w| w.title);
             return fragment(
                 StatusCode::OK,
-                format!("<p class=\"facets-status\" role=\"status\">{title}</p>"),
+                html! { p.facets-status role="status" { (title) } },
             );
         }
         Err(e) => {
             tracing::warn!(error = %e, "suggested filters failed");
             return fragment(
                 StatusCode::OK,
-                "<p class=\"facets-status\" role=\"status\">Suggested Filters unavailable</p>"
-                    .into(),
+                html! { p.facets-status role="status" { "Suggested Filters unavailable" } },
             );
         }
     };
@@ -143,101 +139,92 @@ pub(crate) async fn facets(
 }
 
 /// The Suggested Filters panel of a facets answer.
-fn render(answer: &periscope_service::FacetsAnswer) -> String {
+fn render(answer: &periscope_service::FacetsAnswer) -> Markup {
     let full = answer.query.is_full();
-    let mut out = String::new();
-    let unavailable = answer
-        .facets
-        .groups
-        .iter()
-        .any(|g| g.status == FacetStatus::Unavailable);
-    let timed_out = answer
-        .facets
-        .groups
-        .iter()
-        .any(|g| g.status == FacetStatus::TimedOut);
-    if unavailable {
-        out.push_str(
-            "<p class=\"facets-status\" role=\"status\">Suggested Filters partially unavailable</p>",
-        );
-    } else if timed_out {
-        out.push_str(
-            "<p class=\"facets-status\" role=\"status\">Suggested Filters partially timed out</p>",
-        );
-    }
-    if full {
-        out.push_str(&format!(
-            "<p class=\"facets-full\" role=\"status\">{REMOVE_ONE}.</p>"
-        ));
-    }
-    out.push_str("<div class=\"facet-groups\">");
-    for g in &answer.facets.groups {
-        out.push_str(&format!(
-            "<section class=\"facet-group\" data-field=\"{}\"><h3>{}</h3>",
-            g.field.as_str(),
-            label(g.field)
-        ));
-        match g.status {
-            FacetStatus::Unavailable => {
-                out.push_str("<p class=\"note\">Unavailable</p></section>");
-                continue;
-            }
-            FacetStatus::TimedOut => {
-                out.push_str("<p class=\"note\">Timed out</p></section>");
-                continue;
-            }
-            FacetStatus::Available => {}
+    let groups = &answer.facets.groups;
+    let unavailable = groups.iter().any(|g| g.status == FacetStatus::Unavailable);
+    let timed_out = groups.iter().any(|g| g.status == FacetStatus::TimedOut);
+    html! {
+        @if unavailable {
+            p.facets-status role="status" { "Suggested Filters partially unavailable" }
+        } @else if timed_out {
+            p.facets-status role="status" { "Suggested Filters partially timed out" }
         }
-        if g.items.is_empty() {
-            out.push_str("<p class=\"note\">No values</p></section>");
-            continue;
+        @if full {
+            p.facets-full role="status" { (REMOVE_ONE) "." }
         }
-        out.push_str("<ul>");
-        for item in &g.items {
-            let count = hosts(item.unique_hosts.value, item.unique_hosts.relation);
-            // A country's code, and its English name beside it.
-            let mut value = format!("<span class=\"value\">{}</span>", escape(&item.value));
-            if let Some(name) = country_name(&item.value).filter(|_| g.field == FacetField::Country)
-            {
-                value.push_str(&format!(
-                    " <span class=\"country-name\">{}</span>",
-                    escape(name)
-                ));
-            }
-            let clause = escape(&item.clause.to_string());
-            if item.selected {
-                let href = match answer.query.without(item.clause.field()) {
-                    Some(rest) => search_href(&rest.to_string(), None, 1),
-                    None => "/".to_owned(),
-                };
-                out.push_str(&format!(
-                    "<li><a class=\"facet applied\" href=\"{}\" aria-label=\"Remove {clause} \
-                     (Applied)\">{value} <span class=\"badge\">\
-                     Applied</span> <span class=\"count\">{count}</span></a></li>",
-                    escape(&href)
-                ));
-            } else if full {
-                out.push_str(&format!(
-                    "<li><span class=\"facet disabled\">{value} \
-                     <span class=\"count\">{count}</span></span></li>"
-                ));
-            } else {
-                let href = match answer.query.with_clause(item.clause.clone()) {
-                    Ok(q) => search_href(&q.to_string(), None, 1),
-                    Err(_) => continue,
-                };
-                out.push_str(&format!(
-                    "<li><a class=\"facet\" href=\"{}\" aria-label=\"Add {clause} ({count})\">\
-                     {value} <span class=\"count\">{count}</span>\
-                     </a></li>",
-                    escape(&href)
-                ));
+        div.facet-groups {
+            @for g in groups {
+                section.facet-group data-field=(g.field.as_str()) {
+                    h3 { (label(g.field)) }
+                    @match g.status {
+                        FacetStatus::Unavailable => p.note { "Unavailable" },
+                        FacetStatus::TimedOut => p.note { "Timed out" },
+                        FacetStatus::Available => {
+                            @if g.items.is_empty() {
+                                p.note { "No values" }
+                            } @else {
+                                ul {
+                                    @for item in &g.items {
+                                        (facet_item(answer, g.field, item, full))
+                                    }
+                                }
+                            }
+                        },
+                    }
+                }
             }
         }
-        out.push_str("</ul></section>");
     }
-    out.push_str("</div>");
-    out
+}
+
+/// One value of a facet group: a link adding its clause, a link removing it when Applied, or
+/// the value alone when the query takes no further clause.
+fn facet_item(
+    answer: &periscope_service::FacetsAnswer,
+    field: FacetField,
+    item: &periscope_index::FacetValue,
+    full: bool,
+) -> Markup {
+    let count = hosts(item.unique_hosts.value, item.unique_hosts.relation);
+    let clause = item.clause.to_string();
+    // A country's code, and its English name beside it.
+    let name = country_name(&item.value).filter(|_| field == FacetField::Country);
+    let value = html! {
+        span.value { (item.value) }
+        @if let Some(name) = name {
+            " " span.country-name { (name) }
+        }
+    };
+    if item.selected {
+        let href = match answer.query.without(item.clause.field()) {
+            Some(rest) => search_href(&rest.to_string(), None, 1),
+            None => "/".to_owned(),
+        };
+        html! {
+            li {
+                a.facet.applied href=(href) aria-label={ "Remove " (clause) " (Applied)" } {
+                    (value) " " span.badge { "Applied" } " " span.count { (count) }
+                }
+            }
+        }
+    } else if full {
+        html! {
+            li { span.facet.disabled { (value) " " span.count { (count) } } }
+        }
+    } else {
+        match answer.query.with_clause(item.clause.clone()) {
+            Ok(q) => html! {
+                li {
+                    a.facet href=(search_href(&q.to_string(), None, 1))
+                        aria-label={ "Add " (clause) " (" (count) ")" } {
+                        (value) " " span.count { (count) }
+                    }
+                }
+            },
+            Err(_) => html! {},
+        }
+    }
 }
 
 #[cfg(test)]
@@ -264,6 +251,7 @@ mod tests {
             query,
             facets: Facets { groups },
         })
+        .into_string()
     }
 
     #[test]
@@ -304,7 +292,8 @@ mod tests {
         let html = render(&FacetsAnswer {
             query,
             facets: Facets { groups },
-        });
+        })
+        .into_string();
         assert!(
             html.contains(
                 "<span class=\"value\">DE</span> <span class=\"country-name\">Germany</span> \

@@ -7,12 +7,13 @@
 use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
+use maud::{Markup, html};
 use periscope_model::ProtocolToken;
 use periscope_query::{Field, MAX_CLAUSES, Query, parse};
 
 use super::{form, search_href};
 use crate::Web;
-use crate::html::{escape, page_with};
+use crate::html::page_with;
 use crate::session::{redirect, require_session};
 
 /// The fields the dialog offers, with their labels.
@@ -170,113 +171,115 @@ pub(crate) fn combined(input: &FilterInput) -> Result<String, Refusal> {
     }
 }
 
-fn option(value: &str, label: &str, selected: &str) -> String {
-    format!(
-        "<option value=\"{}\"{}>{}</option>",
-        escape(value),
-        if value == selected { " selected" } else { "" },
-        escape(label)
-    )
+/// One option of a select, selected when it is the value sent.
+fn option(value: &str, label: &str, selected: &str) -> Markup {
+    html! { option value=(value) selected[value == selected] { (label) } }
 }
 
 /// The Add filter form for a search whose prefixed form is `base` (empty: none). `full`: three
 /// filters are active, so the form asks to remove one instead. `refused`: the message of a
 /// refused attempt, shown with the inputs kept.
-pub(crate) fn add_filter(input: &FilterInput, full: bool, refused: Option<&Refusal>) -> String {
-    let mut out = String::from(
-        "<div class=\"add-filter\"><button type=\"button\" class=\"button secondary \
-         open-filter\" hidden aria-haspopup=\"dialog\">Add filter</button>\
-         <dialog class=\"filter-dialog\" open aria-labelledby=\"filter-title\"><div class=\"filter-body\">\
-         <h2 id=\"filter-title\">Add filter</h2>",
-    );
-    if full {
-        out.push_str(&format!(
-            "<p class=\"filter-full\" role=\"status\">{REMOVE_ONE}: a search combines at most \
-             {MAX_CLAUSES} filters.</p><form method=\"dialog\"><button class=\"button secondary \
-             close-filter\" type=\"submit\">Close</button></form></div></dialog></div>"
-        ));
-        return out;
+pub(crate) fn add_filter(input: &FilterInput, full: bool, refused: Option<&Refusal>) -> Markup {
+    html! {
+        div.add-filter {
+            button type="button" class="button secondary open-filter" hidden
+                aria-haspopup="dialog" { "Add filter" }
+            dialog.filter-dialog open aria-labelledby="filter-title" {
+                div.filter-body {
+                    h2 id="filter-title" { "Add filter" }
+                    @if full {
+                        p.filter-full role="status" {
+                            (REMOVE_ONE) ": a search combines at most " (MAX_CLAUSES) " filters."
+                        }
+                        form method="dialog" {
+                            button class="button secondary close-filter" type="submit" { "Close" }
+                        }
+                    } @else {
+                        (filter_form(input, refused))
+                    }
+                }
+            }
+        }
     }
-    let error = match refused {
-        Some(r) => format!("{}: {}", escape(&r.title), escape(&r.detail)),
-        None => String::new(),
-    };
+}
+
+/// The form of the Add filter dialog, with the inputs sent and the refusal.
+fn filter_form(input: &FilterInput, refused: Option<&Refusal>) -> Markup {
     let used: Vec<&str> = match parse(input.base.trim()) {
         Ok(Query::Filter(f)) => f.clauses().iter().map(|c| c.field().name()).collect(),
         _ => Vec::new(),
     };
-    out.push_str(&format!(
-        "<form class=\"filter-form\" method=\"get\" action=\"/filter\" novalidate \
-         data-used=\"{used}\">\
-         <input type=\"hidden\" name=\"base\" value=\"{base}\">\
-         <p class=\"filter-error\" role=\"alert\" id=\"filter-error\">{error}</p>\
-         <div class=\"filter-input\"><label for=\"filter-field\">Field</label>\
-         <select id=\"filter-field\" name=\"field\" aria-describedby=\"filter-error\">",
-        base = escape(&input.base),
-        used = used.join(" "),
-    ));
-    for (f, label) in FIELDS {
-        out.push_str(&option(f.name(), label, &input.field));
+    html! {
+        form.filter-form method="get" action="/filter" novalidate data-used=(used.join(" ")) {
+            input type="hidden" name="base" value=(input.base);
+            p.filter-error role="alert" id="filter-error" {
+                @if let Some(r) = refused { (r.title) ": " (r.detail) }
+            }
+            div.filter-input {
+                label for="filter-field" { "Field" }
+                select id="filter-field" name="field" aria-describedby="filter-error" {
+                    @for (f, label) in FIELDS { (option(f.name(), label, &input.field)) }
+                }
+            }
+            div.filter-input data-fields="port product certificate.name organization country cpe cve" {
+                label for="filter-value" {
+                    "Value " span.hint {
+                        "(port, product, certificate name, organization, country, CPE, CVE)"
+                    }
+                }
+                input id="filter-value" name="value" type="text" autocomplete="off"
+                    value=(input.value) aria-describedby="filter-error";
+            }
+            div.filter-input data-fields="protocol" {
+                label for="filter-protocol" { "Protocol" }
+                select id="filter-protocol" name="protocol" {
+                    @for p in ProtocolToken::all() { (option(p.as_str(), p.as_str(), &input.protocol)) }
+                }
+            }
+            div.filter-input data-fields="exploit" {
+                label for="filter-exploit" { "Exploit known" }
+                select id="filter-exploit" name="exploit" {
+                    (option("yes", "yes", &input.exploit))
+                    (option("no", "no", &input.exploit))
+                }
+            }
+            fieldset.filter-input data-fields="cvss" {
+                legend { "Maximum CVSS" }
+                label for="filter-cvss-min" { "Minimum" }
+                input id="filter-cvss-min" name="cvss_min" type="text" inputmode="decimal"
+                    size="4" value=(input.cvss_min) placeholder="7.0";
+                label for="filter-cvss-max" { "Maximum" }
+                input id="filter-cvss-max" name="cvss_max" type="text" inputmode="decimal"
+                    size="4" value=(input.cvss_max) placeholder="10.0";
+            }
+            p.filter-actions {
+                button.button type="submit" { "Apply filter" }
+                " "
+                button class="button secondary close-filter" type="button" hidden { "Cancel" }
+            }
+        }
     }
-    out.push_str(&format!(
-        "</select></div>\
-         <div class=\"filter-input\" data-fields=\"port product certificate.name organization \
-         country cpe cve\"><label for=\"filter-value\">Value <span class=\"hint\">(port, product, \
-         certificate name, organization, country, CPE, CVE)</span></label>\
-         <input id=\"filter-value\" name=\"value\" type=\"text\" autocomplete=\"off\" \
-         value=\"{value}\" aria-describedby=\"filter-error\"></div>\
-         <div class=\"filter-input\" data-fields=\"protocol\"><label for=\"filter-protocol\">\
-         Protocol</label><select id=\"filter-protocol\" name=\"protocol\">",
-        value = escape(&input.value),
-    ));
-    for p in ProtocolToken::all() {
-        out.push_str(&option(p.as_str(), p.as_str(), &input.protocol));
-    }
-    out.push_str(
-        "</select></div><div class=\"filter-input\" data-fields=\"exploit\">\
-         <label for=\"filter-exploit\">Exploit known</label>\
-         <select id=\"filter-exploit\" name=\"exploit\">",
-    );
-    out.push_str(&option("yes", "yes", &input.exploit));
-    out.push_str(&option("no", "no", &input.exploit));
-    out.push_str(&format!(
-        "</select></div><fieldset class=\"filter-input\" data-fields=\"cvss\"><legend>Maximum \
-         CVSS</legend><label for=\"filter-cvss-min\">Minimum</label>\
-         <input id=\"filter-cvss-min\" name=\"cvss_min\" type=\"text\" inputmode=\"decimal\" \
-         size=\"4\" value=\"{min}\" placeholder=\"7.0\">\
-         <label for=\"filter-cvss-max\">Maximum</label>\
-         <input id=\"filter-cvss-max\" name=\"cvss_max\" type=\"text\" inputmode=\"decimal\" \
-         size=\"4\" value=\"{max}\" placeholder=\"10.0\"></fieldset>\
-         <p class=\"filter-actions\"><button class=\"button\" type=\"submit\">Apply filter</button> \
-         <button class=\"button secondary close-filter\" type=\"button\" hidden>Cancel</button>\
-         </p></form></div></dialog></div>",
-        min = escape(&input.cvss_min),
-        max = escape(&input.cvss_max),
-    ));
-    out
 }
 
 /// One chip per clause of a filter search, each with a button that reruns without it.
-pub(crate) fn chips(query: &Query) -> String {
+pub(crate) fn chips(query: &Query) -> Markup {
     let Query::Filter(f) = query else {
-        return String::new();
+        return html! {};
     };
-    let mut out = String::from("<ul class=\"chips\" aria-label=\"Active filters\">");
-    for c in f.clauses() {
-        let text = c.to_string();
-        let href = match f.without(c.field()) {
-            Some(rest) => search_href(&rest.to_string(), None, 1),
-            None => "/".to_owned(),
-        };
-        out.push_str(&format!(
-            "<li class=\"chip\"><span>{t}</span><a class=\"remove\" href=\"{h}\" \
-             aria-label=\"Remove {t}\" title=\"Remove {t}\">×</a></li>",
-            t = escape(&text),
-            h = escape(&href),
-        ));
+    html! {
+        ul.chips aria-label="Active filters" {
+            @for c in f.clauses() {
+                @let text = c.to_string();
+                li.chip {
+                    span { (text) }
+                    a.remove href=(match f.without(c.field()) {
+                        Some(rest) => search_href(&rest.to_string(), None, 1),
+                        None => "/".to_owned(),
+                    }) aria-label={ "Remove " (text) } title={ "Remove " (text) } { "×" }
+                }
+            }
+        }
     }
-    out.push_str("</ul>");
-    out
 }
 
 /// `GET /filter` — the Add filter form's server side: a redirect to the combined search, or
@@ -295,28 +298,26 @@ pub(crate) async fn apply(
         Ok(q) => return redirect(&search_href(&q, None, 1)),
         Err(r) => r,
     };
-    let back = if input.base.trim().is_empty() {
-        String::new()
-    } else {
-        format!(
-            "<p><a href=\"{}\">Back to the results of {}</a></p>",
-            escape(&search_href(input.base.trim(), None, 1)),
-            escape(input.base.trim())
-        )
-    };
-    let base_query = parse(input.base.trim()).ok();
+    let base = input.base.trim();
+    let base_query = parse(base).ok();
     let full = matches!(&base_query, Some(Query::Filter(f)) if f.is_full());
-    let body = format!(
-        "<main class=\"search\" aria-label=\"Search\">{}{}<section class=\"filter-page\">{}</section>{back}</main>",
-        form(input.base.trim()),
-        base_query.as_ref().map(chips).unwrap_or_default(),
-        add_filter(&input, full, Some(&refused)),
-    );
+    let body = html! {
+        main.search aria-label="Search" {
+            (form(base))
+            @if let Some(q) = &base_query { (chips(q)) }
+            section.filter-page { (add_filter(&input, full, Some(&refused))) }
+            @if !base.is_empty() {
+                p {
+                    a href=(search_href(base, None, 1)) { "Back to the results of " (base) }
+                }
+            }
+        }
+    };
     page_with(
         StatusCode::UNPROCESSABLE_ENTITY,
         &refused.title,
         Some(&signed.top()),
-        &body,
+        body,
         &["search.css", "search.js"],
     )
 }

@@ -7,13 +7,14 @@
 use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use maud::{Markup, html};
 use periscope_index::{AsnSource, DomainMatchSource, HostResult, OrganizationSource};
 use periscope_model::record::{DomainSource, Evidence, Host, Location, Service};
 use periscope_service::{DetailRequest, ServiceError};
 
 use super::{caller, error_html, search_href};
 use crate::Web;
-use crate::html::{escape, page_with};
+use crate::html::page_with;
 use crate::session::{Client, Signed, request_id, require_session, require_session_fragment};
 
 /// Services per host-detail page (the API's maximum).
@@ -23,11 +24,11 @@ pub(crate) const DETAIL_SERVICES: u32 = 20;
 pub(crate) const CAUTION: &str = "GeoIP is evidence of an address's location, not a person's \
      location. Anything finer than country is unreliable.";
 
-/// `AS64500 Example Networks`, or empty.
+/// `AS64500 Example Networks`, or empty (plain text).
 pub(crate) fn network(host: &Host) -> String {
     match &host.network {
         Some(n) => match &n.organization {
-            Some(org) => format!("AS{} {}", n.asn, escape(org)),
+            Some(org) => format!("AS{} {}", n.asn, org),
             None => format!("AS{}", n.asn),
         },
         None => String::new(),
@@ -35,7 +36,7 @@ pub(crate) fn network(host: &Host) -> String {
 }
 
 /// The place from coarsest to finest (continent, country, subdivisions, city), a level not
-/// recorded left out, neighbouring duplicates once (spec "Location" rules 1–2). Not escaped.
+/// recorded left out, neighbouring duplicates once (spec "Location" rules 1–2). Plain text.
 pub(crate) fn place(l: &Location) -> String {
     let country = l
         .country_name
@@ -63,7 +64,7 @@ pub(crate) fn place(l: &Location) -> String {
     out.join(" › ")
 }
 
-/// `48.1374, 11.5755 (accuracy radius 50 km)`, or `None` without a position. Not escaped.
+/// `48.1374, 11.5755 (accuracy radius 50 km)`, or `None` without a position. Plain text.
 pub(crate) fn coordinates(l: &Location) -> Option<String> {
     let p = l.position?;
     let mut out = format!("{:.4}, {:.4}", p.latitude, p.longitude);
@@ -74,12 +75,9 @@ pub(crate) fn coordinates(l: &Location) -> Option<String> {
     Some(out)
 }
 
-/// The place of a result row (escaped).
+/// The place of a result row (plain text).
 pub(crate) fn row_place(host: &Host) -> String {
-    host.location
-        .as_ref()
-        .map(|l| escape(&place(l)))
-        .unwrap_or_default()
+    host.location.as_ref().map(place).unwrap_or_default()
 }
 
 fn domain_source(s: DomainSource) -> &'static str {
@@ -121,7 +119,8 @@ fn asn_source(s: AsnSource) -> &'static str {
     }
 }
 
-/// The matched evidence of a result row with the spec's display labels, as list items.
+/// The matched evidence of a result row with the spec's display labels (plain text, one
+/// list item each).
 pub(crate) fn matched_evidence(r: &HostResult) -> Vec<String> {
     let mut out = Vec::new();
     for m in &r.organization_matches {
@@ -129,22 +128,18 @@ pub(crate) fn matched_evidence(r: &HostResult) -> Vec<String> {
         if let Some((port, protocol)) = &m.service {
             text.push_str(&format!(" ({port}/{protocol})"));
         }
-        out.push(escape(&text));
+        out.push(text);
     }
     for m in &r.domain_matches {
-        out.push(escape(&format!(
-            "{}: {}",
-            domain_match_source(m.source),
-            m.value
-        )));
+        out.push(format!("{}: {}", domain_match_source(m.source), m.value));
     }
     for m in &r.asn_matches {
-        out.push(escape(&format!("{}: AS{}", asn_source(m.source), m.asn)));
+        out.push(format!("{}: AS{}", asn_source(m.source), m.asn));
     }
     out
 }
 
-/// `443/https nginx 1.25`, escaped.
+/// `443/https nginx 1.25` (plain text).
 pub(crate) fn service_label(s: &Service) -> String {
     let mut out = format!("{}/{}", s.port, s.protocol);
     if let Some(p) = &s.product {
@@ -155,16 +150,16 @@ pub(crate) fn service_label(s: &Service) -> String {
             out.push_str(v);
         }
     }
-    escape(&out)
+    out
 }
 
-fn pair(out: &mut String, label: &str, value: Option<String>) {
-    if let Some(v) = value.filter(|v| !v.is_empty()) {
-        out.push_str(&format!(
-            "<dt>{}</dt><dd>{}</dd>",
-            escape(label),
-            escape(&v)
-        ));
+/// A term and its description, when there is a value.
+fn pair(label: &str, value: Option<String>) -> Markup {
+    html! {
+        @if let Some(v) = value.filter(|v| !v.is_empty()) {
+            dt { (label) }
+            dd { (v) }
+        }
     }
 }
 
@@ -173,69 +168,55 @@ fn yes_no(b: bool) -> String {
 }
 
 /// The typed evidence of a service: HTTP, TLS, SSH or the bounded summary. Never a banner.
-fn evidence(e: &Evidence) -> String {
-    let mut out = String::new();
+fn evidence(e: &Evidence) -> Markup {
     match e {
         Evidence::Http {
             status_code,
             title,
             server,
             tls,
-        } => {
-            out.push_str("<dl class=\"evidence http\">");
-            pair(&mut out, "HTTP status", status_code.map(|c| c.to_string()));
-            pair(&mut out, "Title", title.clone());
-            pair(&mut out, "Server", server.clone());
-            if let Some(t) = tls {
-                pair(&mut out, "TLS version", t.version.clone());
-                pair(&mut out, "Cipher suite", t.cipher_suite.clone());
-                pair(&mut out, "Issuer CN", t.issuer_common_name.clone());
-                let validity = match (t.valid_from, t.valid_until) {
-                    (Some(a), Some(b)) => Some(format!("{a} to {b}")),
-                    (Some(a), None) => Some(format!("from {a}")),
-                    (None, Some(b)) => Some(format!("until {b}")),
-                    (None, None) => None,
-                };
-                pair(&mut out, "Valid", validity);
-                pair(
-                    &mut out,
-                    "SHA-256 fingerprint",
-                    t.fingerprint_sha256.clone(),
-                );
-                pair(&mut out, "Browser-trusted", t.browser_trusted.map(yes_no));
+        } => html! {
+            dl.evidence.http {
+                (pair("HTTP status", status_code.map(|c| c.to_string())))
+                (pair("Title", title.clone()))
+                (pair("Server", server.clone()))
+                @if let Some(t) = tls {
+                    (pair("TLS version", t.version.clone()))
+                    (pair("Cipher suite", t.cipher_suite.clone()))
+                    (pair("Issuer CN", t.issuer_common_name.clone()))
+                    (pair("Valid", match (t.valid_from, t.valid_until) {
+                        (Some(a), Some(b)) => Some(format!("{a} to {b}")),
+                        (Some(a), None) => Some(format!("from {a}")),
+                        (None, Some(b)) => Some(format!("until {b}")),
+                        (None, None) => None,
+                    }))
+                    (pair("SHA-256 fingerprint", t.fingerprint_sha256.clone()))
+                    (pair("Browser-trusted", t.browser_trusted.map(yes_no)))
+                }
             }
-            out.push_str("</dl>");
-        }
-        Evidence::Ssh(s) => {
-            out.push_str("<dl class=\"evidence ssh\">");
-            pair(&mut out, "SSH protocol", s.protocol_version.clone());
-            pair(&mut out, "Software version", s.software_version.clone());
-            pair(&mut out, "Host-key algorithm", s.host_key_algorithm.clone());
-            pair(
-                &mut out,
-                "Host-key fingerprint",
-                s.host_key_fingerprint.clone(),
-            );
-            pair(&mut out, "Comments", s.comments.clone());
-            pair(&mut out, "HASSH", s.hassh.clone());
-            out.push_str("</dl>");
-        }
-        Evidence::Summary(s) => {
-            if s.fields.is_empty() {
-                return out;
+        },
+        Evidence::Ssh(s) => html! {
+            dl.evidence.ssh {
+                (pair("SSH protocol", s.protocol_version.clone()))
+                (pair("Software version", s.software_version.clone()))
+                (pair("Host-key algorithm", s.host_key_algorithm.clone()))
+                (pair("Host-key fingerprint", s.host_key_fingerprint.clone()))
+                (pair("Comments", s.comments.clone()))
+                (pair("HASSH", s.hassh.clone()))
             }
-            out.push_str("<dl class=\"evidence summary\">");
-            for (k, v) in &s.fields {
-                pair(&mut out, k, Some(v.clone()));
+        },
+        Evidence::Summary(s) => html! {
+            @if !s.fields.is_empty() {
+                dl.evidence.summary {
+                    @for (k, v) in &s.fields { (pair(k, Some(v.clone()))) }
+                }
             }
-            out.push_str("</dl>");
-        }
+        },
     }
-    out
 }
 
-/// One service of the inventory as table rows.
-pub(crate) fn service_row(s: &Service) -> String {
+/// One service of the inventory as a table row.
+pub(crate) fn service_row(s: &Service) -> Markup {
     let product = match (&s.product, &s.version) {
         (Some(p), Some(v)) => format!("{p} {v}"),
         (Some(p), None) => p.clone(),
@@ -251,35 +232,27 @@ pub(crate) fn service_row(s: &Service) -> String {
                 "Exploit known"
             } else {
                 "No exploit flag"
+            },
+        ),
+        None => ("Enrichment unavailable".into(), String::new(), ""),
+    };
+    html! {
+        tr.service {
+            td { (s.port) }
+            td { (s.protocol) }
+            td {
+                (product)
+                @if !s.certificate_names.is_empty() {
+                    p.names { "Certificate names: " (s.certificate_names.join(", ")) }
+                }
+                @for e in &s.evidence { (evidence(e)) }
             }
-            .to_owned(),
-        ),
-        None => (
-            "Enrichment unavailable".into(),
-            String::new(),
-            String::new(),
-        ),
-    };
-    let evidence: String = s.evidence.iter().map(evidence).collect();
-    let names = if s.certificate_names.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "<p class=\"names\">Certificate names: {}</p>",
-            escape(&s.certificate_names.join(", "))
-        )
-    };
-    format!(
-        "<tr class=\"service\"><td>{port}</td><td>{protocol}</td><td>{product}{names}{evidence}</td>\
-         <td>{cves}</td><td>{cvss}</td><td>{exploit}</td><td>{observed}</td></tr>",
-        port = s.port,
-        protocol = escape(&s.protocol.to_string()),
-        product = escape(&product),
-        cves = escape(&cves),
-        cvss = escape(&cvss),
-        exploit = escape(&exploit),
-        observed = escape(&s.observed_at.to_string()),
-    )
+            td { (cves) }
+            td { (cvss) }
+            td { (exploit) }
+            td { (s.observed_at) }
+        }
+    }
 }
 
 fn sorted(services: &[Service]) -> Vec<&Service> {
@@ -302,111 +275,120 @@ fn more_fragment_href(ip: &str, cursor: &str) -> String {
 
 /// The "More services" control: a link to the host page (without script); `search.js` fetches
 /// `data-fragment` and appends its rows instead.
-fn more_services(ip: &str, next: Option<&str>) -> String {
-    match next {
-        Some(cursor) => format!(
-            "<p class=\"more\"><a class=\"button secondary more-services\" href=\"{}\" \
-             data-fragment=\"{}\">More services</a></p>",
-            escape(&more_href(ip, cursor)),
-            escape(&more_fragment_href(ip, cursor)),
-        ),
-        None => String::new(),
+fn more_services(ip: &str, next: Option<&str>) -> Markup {
+    html! {
+        @if let Some(cursor) = next {
+            p.more {
+                a.button.secondary.more-services href=(more_href(ip, cursor))
+                    data-fragment=(more_fragment_href(ip, cursor)) { "More services" }
+            }
+        }
     }
 }
 
-/// The services of one detail page (rows only) and the next "More services" control.
-pub(crate) fn services_part(host: &Host, next: Option<&str>) -> String {
-    let rows: String = sorted(&host.services)
-        .into_iter()
-        .map(service_row)
-        .collect();
-    format!(
-        "<table><tbody class=\"service-rows\">{rows}</tbody></table>{}",
-        more_services(&host.ip.to_string(), next)
-    )
+/// The services of one detail page (rows only) and the next "More services" control: the
+/// fragment "More services" appends to the inventory of [`host_view`].
+pub(crate) fn services_part(host: &Host, next: Option<&str>) -> Markup {
+    html! {
+        table {
+            tbody.service-rows {
+                @for s in sorted(&host.services) { (service_row(s)) }
+            }
+        }
+        (more_services(&host.ip.to_string(), next))
+    }
+}
+
+/// The level of the host view's heading: `h1` on its own page, `h2` inside a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Heading {
+    H1,
+    H2,
 }
 
 /// The host investigation view of one address (exact-IP view, Selected host panel, host
 /// page): place, coordinates with the caution, network, WHOIS, reverse DNS, domains with
 /// their sources, and the services with their typed evidence. No map.
-pub(crate) fn host_view(host: &Host, next: Option<&str>, heading: &str) -> String {
-    let ip_text = host.ip.to_string();
-    let ip = escape(&ip_text);
-    let mut out = format!(
-        "<section class=\"host\" aria-label=\"Host {ip}\"><{heading} class=\"host-ip\" \
-         tabindex=\"-1\">{ip}</{heading}><dl class=\"facts\">"
-    );
+pub(crate) fn host_view(host: &Host, next: Option<&str>, heading: Heading) -> Markup {
+    let ip = host.ip.to_string();
     let net = network(host);
-    if !net.is_empty() {
-        out.push_str(&format!("<dt>Network</dt><dd>{net}</dd>"));
-    }
-    match &host.location {
-        Some(l) => {
-            let place = place(l);
-            if !place.is_empty() {
-                out.push_str(&format!(
-                    "<dt>Location</dt><dd class=\"place\">{}</dd>",
-                    escape(&place)
-                ));
+    html! {
+        section.host aria-label={ "Host " (ip) } {
+            @match heading {
+                Heading::H1 => h1.host-ip tabindex="-1" { (ip) },
+                Heading::H2 => h2.host-ip tabindex="-1" { (ip) },
             }
-            if let Some(c) = coordinates(l) {
-                out.push_str(&format!(
-                    "<dt>Coordinates</dt><dd class=\"coordinates\">{}</dd>",
-                    escape(&c)
-                ));
+            dl.facts {
+                @if !net.is_empty() {
+                    dt { "Network" }
+                    dd { (net) }
+                }
+                @match &host.location {
+                    Some(l) => {
+                        @let place = place(l);
+                        @if !place.is_empty() {
+                            dt { "Location" }
+                            dd.place { (place) }
+                        }
+                        @if let Some(c) = coordinates(l) {
+                            dt { "Coordinates" }
+                            dd.coordinates { (c) }
+                        }
+                        dt { "Caution" }
+                        dd.caution { (CAUTION) }
+                    },
+                    None => {
+                        dt { "Location" }
+                        dd { "Not recorded" }
+                    },
+                }
+                @if let Some(r) = &host.reverse_dns {
+                    dt { "Reverse DNS" }
+                    dd.reverse-dns { (r.as_str()) }
+                }
             }
-            out.push_str(&format!(
-                "<dt>Caution</dt><dd class=\"caution\">{}</dd>",
-                escape(CAUTION)
-            ));
+            @if let Some(w) = &host.whois {
+                h3 { "WHOIS" }
+                dl.whois {
+                    (pair("Organization", w.organization.clone()))
+                    (pair("Netname", w.netname.clone()))
+                    (pair("CIDR", w.cidr.map(|c| c.to_string())))
+                    (pair("Registry", w.registry.clone()))
+                    (pair("Country", w.country_code.map(|c| c.to_string())))
+                }
+            }
+            @if !host.domains.is_empty() {
+                h3 { "Domains" }
+                ul.domains {
+                    @for d in &host.domains {
+                        li { span.name { (d.name) } " " span.source { (domain_source(d.source)) } }
+                    }
+                }
+                @if host.domains_has_more {
+                    p.note.more-names { "More names exist." }
+                }
+                p.note { "Stored names, not looked up; they may be stale." }
+            }
+            h3 { "Services" }
+            table.services {
+                thead {
+                    tr {
+                        th scope="col" { "Port" }
+                        th scope="col" { "Protocol" }
+                        th scope="col" { "Product and evidence" }
+                        th scope="col" { "CVEs" }
+                        th scope="col" { "Max CVSS" }
+                        th scope="col" { "Exploit" }
+                        th scope="col" { "Observed" }
+                    }
+                }
+                tbody.service-rows {
+                    @for s in sorted(&host.services) { (service_row(s)) }
+                }
+            }
+            (more_services(&ip, next))
         }
-        None => out.push_str("<dt>Location</dt><dd>Not recorded</dd>"),
     }
-    if let Some(r) = &host.reverse_dns {
-        out.push_str(&format!(
-            "<dt>Reverse DNS</dt><dd class=\"reverse-dns\">{}</dd>",
-            escape(r.as_ref())
-        ));
-    }
-    out.push_str("</dl>");
-    if let Some(w) = &host.whois {
-        out.push_str("<h3>WHOIS</h3><dl class=\"whois\">");
-        pair(&mut out, "Organization", w.organization.clone());
-        pair(&mut out, "Netname", w.netname.clone());
-        pair(&mut out, "CIDR", w.cidr.map(|c| c.to_string()));
-        pair(&mut out, "Registry", w.registry.clone());
-        pair(&mut out, "Country", w.country_code.map(|c| c.to_string()));
-        out.push_str("</dl>");
-    }
-    if !host.domains.is_empty() {
-        out.push_str("<h3>Domains</h3><ul class=\"domains\">");
-        for d in &host.domains {
-            out.push_str(&format!(
-                "<li><span class=\"name\">{}</span> <span class=\"source\">{}</span></li>",
-                escape(&d.name),
-                domain_source(d.source)
-            ));
-        }
-        out.push_str("</ul>");
-        if host.domains_has_more {
-            out.push_str("<p class=\"note more-names\">More names exist.</p>");
-        }
-        out.push_str("<p class=\"note\">Stored names, not looked up; they may be stale.</p>");
-    }
-    out.push_str(
-        "<h3>Services</h3><table class=\"services\"><thead><tr><th scope=\"col\">Port</th>\
-         <th scope=\"col\">Protocol</th><th scope=\"col\">Product and evidence</th>\
-         <th scope=\"col\">CVEs</th><th scope=\"col\">Max CVSS</th>\
-         <th scope=\"col\">Exploit</th><th scope=\"col\">Observed</th></tr></thead>\
-         <tbody class=\"service-rows\">",
-    );
-    for s in sorted(&host.services) {
-        out.push_str(&service_row(s));
-    }
-    out.push_str("</tbody></table>");
-    out.push_str(&more_services(&ip_text, next));
-    out.push_str("</section>");
-    out
 }
 
 /// The `ip` and `cursor` of the host routes.
@@ -450,8 +432,8 @@ async fn detail(
         .await
 }
 
-fn fragment(status: StatusCode, html: String) -> Response {
-    let mut response = (status, html).into_response();
+fn fragment(status: StatusCode, html: Markup) -> Response {
+    let mut response = (status, html.into_string()).into_response();
     let h = response.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
@@ -480,17 +462,13 @@ pub(crate) async fn panel(
         Ok(d) if p.cursor.is_some() => {
             fragment(StatusCode::OK, services_part(&d.host, d.next.as_deref()))
         }
-        Ok(d) => {
-            let ip = d.host.ip.to_string();
-            let view = host_view(&d.host, d.next.as_deref(), "h2");
-            fragment(
-                StatusCode::OK,
-                format!(
-                    "{view}<p><a href=\"{}\">Open the exact-IP view</a></p>",
-                    escape(&search_href(&ip, None, 1))
-                ),
-            )
-        }
+        Ok(d) => fragment(
+            StatusCode::OK,
+            html! {
+                (host_view(&d.host, d.next.as_deref(), Heading::H2))
+                p { a href=(search_href(&d.host.ip.to_string(), None, 1)) { "Open the exact-IP view" } }
+            },
+        ),
         Err(e) => {
             let (status, html) = error_html(&e);
             fragment(status, html)
@@ -513,18 +491,22 @@ pub(crate) async fn page(
     signed.client = client;
     let p = host_params(&uri);
     let (status, body) = match detail(&web, &signed, &p).await {
-        Ok(d) => (StatusCode::OK, host_view(&d.host, d.next.as_deref(), "h1")),
+        Ok(d) => (
+            StatusCode::OK,
+            host_view(&d.host, d.next.as_deref(), Heading::H1),
+        ),
         Err(e) => error_html(&e),
     };
     page_with(
         status,
         &format!("Host {}", p.ip),
         Some(&signed.top()),
-        &format!(
-            "<main class=\"search\">{}<p><a href=\"{}\">Back to the search</a></p></main>",
-            body,
-            escape(&search_href(&p.ip, None, 1))
-        ),
+        html! {
+            main.search {
+                (body)
+                p { a href=(search_href(&p.ip, None, 1)) { "Back to the search" } }
+            }
+        },
         &["search.css", "search.js"],
     )
 }
@@ -588,7 +570,7 @@ mod tests {
             services: Vec::new(),
             services_has_more: true,
         };
-        let view = host_view(&host, Some("c/1+"), "h2");
+        let view = host_view(&host, Some("c/1+"), Heading::H2).into_string();
         assert!(
             view.contains(
                 "href=\"/host?ip=240.0.0.1&amp;cursor=c%2F1%2B\" \
@@ -596,6 +578,10 @@ mod tests {
             ),
             "{view}"
         );
-        assert!(!host_view(&host, None, "h2").contains("More services"));
+        assert!(
+            !host_view(&host, None, Heading::H2)
+                .into_string()
+                .contains("More services")
+        );
     }
 }

@@ -23,12 +23,14 @@ use periscope_service::{
 use periscope_state::Channel;
 
 use crate::Web;
-use crate::html::escape;
 use crate::session::{Signed, request_id};
 use crate::words::{count, grouped};
 use cache::CachedPage;
 use filters::{FilterInput, add_filter, chips};
-use host::{DETAIL_SERVICES, host_view, matched_evidence, network, row_place, service_label};
+use host::{
+    DETAIL_SERVICES, Heading, host_view, matched_evidence, network, row_place, service_label,
+};
+use maud::{Markup, PreEscaped, html};
 
 /// Hosts per results page in the browser (spec "Limits").
 pub(crate) const PAGE_HOSTS: u32 = 25;
@@ -125,61 +127,49 @@ fn view_href(q: &str, cursor: Option<&str>, page: u32, view: View) -> String {
     format!("/?{}", s.finish())
 }
 
-pub(crate) fn form(shown: &str) -> String {
+pub(crate) fn form(shown: &str) -> Markup {
     form_in(shown, View::Results)
 }
 
 /// The search bar; in the Globe view it carries `view=globe`, so that another search submitted
 /// there stays in the Globe (a domain search still returns to Results).
-fn form_in(shown: &str, view: View) -> String {
-    let globe = if view == View::Globe {
-        "<input type=\"hidden\" name=\"view\" value=\"globe\">"
-    } else {
-        ""
-    };
-    format!(
-        "<form class=\"bar\" method=\"get\" action=\"/\" role=\"search\">\
-         <label for=\"q\" class=\"visually-hidden\">Search</label>\
-         <input id=\"q\" name=\"q\" type=\"search\" value=\"{}\" autocomplete=\"off\" \
-         placeholder=\"IP, CIDR, domain, AS number or filters (port:443 country:DE)\">{globe}\
-         <button class=\"button\" type=\"submit\">Search</button></form>",
-        escape(shown)
-    )
+fn form_in(shown: &str, view: View) -> Markup {
+    html! {
+        form.bar method="get" action="/" role="search" {
+            label for="q" class="visually-hidden" { "Search" }
+            input id="q" name="q" type="search" value=(shown) autocomplete="off"
+                placeholder="IP, CIDR, domain, AS number or filters (port:443 country:DE)";
+            @if view == View::Globe {
+                input type="hidden" name="view" value="globe";
+            }
+            button.button type="submit" { "Search" }
+        }
+    }
 }
 
 /// The Results / Globe switch of a search that has both (every kind but a domain search).
-fn views(text: &str, view: View) -> String {
-    let tab = |v: View, label: &str| {
-        if v == view {
-            format!(
-                "<a class=\"tab\" aria-current=\"page\" href=\"{}\">{label}</a>",
-                escape(&view_href(text, None, 1, v))
-            )
-        } else {
-            format!(
-                "<a class=\"tab\" href=\"{}\">{label}</a>",
-                escape(&view_href(text, None, 1, v))
-            )
+fn views(text: &str, view: View) -> Markup {
+    html! {
+        nav.views aria-label="Views" {
+            @for (v, label) in [(View::Results, "Results"), (View::Globe, "Globe")] {
+                @if v == view {
+                    a.tab aria-current="page" href=(view_href(text, None, 1, v)) { (label) }
+                } @else {
+                    a.tab href=(view_href(text, None, 1, v)) { (label) }
+                }
+            }
         }
-    };
-    format!(
-        "<nav class=\"views\" aria-label=\"Views\">{}{}</nav>",
-        tab(View::Results, "Results"),
-        tab(View::Globe, "Globe")
-    )
+    }
 }
 
 /// A condition: a title and sentences, with `role="alert"`.
-fn condition(title: &str, lines: &[String]) -> String {
-    let mut out = format!(
-        "<section class=\"condition\" role=\"alert\"><h2>{}</h2>",
-        escape(title)
-    );
-    for l in lines {
-        out.push_str(&format!("<p>{}</p>", escape(l)));
+fn condition(title: &str, lines: &[String]) -> Markup {
+    html! {
+        section.condition role="alert" {
+            h2 { (title) }
+            @for l in lines { p { (l) } }
+        }
     }
-    out.push_str("</section>");
-    out
 }
 
 fn violation_title(v: &FieldViolation) -> &'static str {
@@ -190,9 +180,9 @@ fn violation_title(v: &FieldViolation) -> &'static str {
 }
 
 /// The spec's wording of a refused or failed search, and the page's status.
-pub(crate) fn error_html(e: &ServiceError) -> (StatusCode, String) {
+pub(crate) fn error_html(e: &ServiceError) -> (StatusCode, Markup) {
     let (status, conditions) = error_wording(e);
-    let html = conditions.iter().map(|(t, l)| condition(t, l)).collect();
+    let html = html! { @for (t, l) in &conditions { (condition(t, l)) } };
     (status, html)
 }
 
@@ -239,7 +229,7 @@ pub(crate) fn error_wording(e: &ServiceError) -> (StatusCode, Vec<(&'static str,
 /// The host list: one row per host (address, network, place, up to five services with the
 /// matched ones marked, matched evidence), the address linking to its exact-IP view (the
 /// script opens the Selected host panel instead), and the page links.
-fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) -> String {
+fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) -> Markup {
     if hosts.is_empty() {
         return condition(
             "No stored hosts",
@@ -247,102 +237,106 @@ fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) ->
         );
     }
     let range = page_range(page, hosts.len(), next.is_none());
-    let mut out = format!(
-        "<section class=\"results\" aria-label=\"Hosts\" data-page-url=\"{}\">\
-         <p class=\"note\">{range}. Select a host to see all its services.</p>\
-         <table class=\"hosts\"><thead><tr><th scope=\"col\">Host</th>\
-         <th scope=\"col\">Network</th><th scope=\"col\">Location</th>\
-         <th scope=\"col\">Services</th><th scope=\"col\">Matched evidence</th></tr></thead><tbody>",
-        escape(&page_href(text, None, page)),
-    );
-    for r in hosts {
-        let h = &r.host;
-        let ip = h.ip.to_string();
-        let mut services = String::new();
-        for s in h.services.iter().take(5) {
-            if s.match_reasons.is_empty() {
-                services.push_str(&format!("<li>{}</li>", service_label(s)));
-            } else {
-                services.push_str(&format!(
-                    "<li class=\"matched\"><span class=\"badge\">Matched</span> {} \
-                     <span class=\"reasons\">({})</span></li>",
-                    service_label(s),
-                    escape(&s.match_reasons.join(", "))
-                ));
+    html! {
+        section.results aria-label="Hosts" data-page-url=(page_href(text, None, page)) {
+            p.note { (range) ". Select a host to see all its services." }
+            table.hosts {
+                thead {
+                    tr {
+                        th scope="col" { "Host" }
+                        th scope="col" { "Network" }
+                        th scope="col" { "Location" }
+                        th scope="col" { "Services" }
+                        th scope="col" { "Matched evidence" }
+                    }
+                }
+                tbody {
+                    @for r in hosts { (host_row(r)) }
+                }
+            }
+            nav.pages aria-label="Result pages" {
+                (range) " "
+                @if page > 1 {
+                    a.button.secondary rel="prev" href=(page_href(text, None, page - 1)) {
+                        "Previous page"
+                    }
+                    " "
+                }
+                @if let Some(cursor) = next {
+                    a.button.secondary rel="next" href=(page_href(text, Some(cursor), page + 1)) {
+                        "Next page"
+                    }
+                }
             }
         }
-        if h.services_has_more {
-            services.push_str("<li class=\"note\">More services…</li>");
+    }
+}
+
+/// One row of the host list.
+fn host_row(r: &HostResult) -> Markup {
+    let h = &r.host;
+    let ip = h.ip.to_string();
+    html! {
+        tr.host-row data-ip=(ip) {
+            td { a.host-link href=(search_href(&ip, None, 1)) data-ip=(ip) { (ip) } }
+            td { (network(h)) }
+            td { (row_place(h)) }
+            td {
+                ul.services-preview {
+                    @for s in h.services.iter().take(5) {
+                        @if s.match_reasons.is_empty() {
+                            li { (service_label(s)) }
+                        } @else {
+                            li.matched {
+                                span.badge { "Matched" } " " (service_label(s)) " "
+                                span.reasons { "(" (s.match_reasons.join(", ")) ")" }
+                            }
+                        }
+                    }
+                    @if h.services_has_more {
+                        li.note { "More services…" }
+                    }
+                }
+            }
+            td {
+                ul.evidence-list {
+                    @for e in matched_evidence(r) { li { (e) } }
+                }
+            }
         }
-        let evidence: String = matched_evidence(r)
-            .into_iter()
-            .map(|e| format!("<li>{e}</li>"))
-            .collect();
-        out.push_str(&format!(
-            "<tr class=\"host-row\" data-ip=\"{ip}\"><td><a class=\"host-link\" href=\"{href}\" \
-             data-ip=\"{ip}\">{ip}</a></td><td>{net}</td><td>{loc}</td>\
-             <td><ul class=\"services-preview\">{services}</ul></td>\
-             <td><ul class=\"evidence-list\">{evidence}</ul></td></tr>",
-            href = escape(&search_href(&ip, None, 1)),
-            ip = escape(&ip),
-            net = network(h),
-            loc = row_place(h),
-        ));
     }
-    out.push_str(&format!(
-        "</tbody></table><nav class=\"pages\" aria-label=\"Result pages\">{range} "
-    ));
-    if page > 1 {
-        out.push_str(&format!(
-            "<a class=\"button secondary\" rel=\"prev\" href=\"{}\">Previous page</a> ",
-            escape(&page_href(text, None, page - 1))
-        ));
-    }
-    if let Some(cursor) = next {
-        out.push_str(&format!(
-            "<a class=\"button secondary\" rel=\"next\" href=\"{}\">Next page</a>",
-            escape(&page_href(text, Some(cursor), page + 1))
-        ));
-    }
-    out.push_str("</nav></section>");
-    out
 }
 
 /// Where the page is among the hosts: "Hosts 26–50" ("Host 51" alone), with the total when it is known — "of
 /// 37" on the last page (the pages before it held [`PAGE_HOSTS`] each). Otherwise the total
 /// comes from the count, which the script adds ("of 19,349", or "of about 19,349" for an
 /// estimate) from the data attributes when `/app/count` answers.
-fn page_range(page: u32, shown: usize, last_page: bool) -> String {
+fn page_range(page: u32, shown: usize, last_page: bool) -> Markup {
     let first = u64::from(page.saturating_sub(1)) * u64::from(PAGE_HOSTS) + 1;
     let last = first + (shown as u64).saturating_sub(1);
-    let (attribute, total) = if last_page {
-        (
-            format!(" data-total=\"{last}\""),
-            format!(" of {}", grouped(last)),
-        )
-    } else {
-        (String::new(), String::new())
-    };
     let hosts = if first == last {
         format!("Host {}", grouped(first))
     } else {
         format!("Hosts {}–{}", grouped(first), grouped(last))
     };
-    format!(
-        "<span class=\"page-range\" data-first=\"{first}\" data-last=\"{last}\"{attribute}>\
-         {hosts}{total}</span>"
-    )
+    html! {
+        span.page-range data-first=(first) data-last=(last)
+            data-total=[last_page.then_some(last)] {
+            (hosts)
+            @if last_page { " of " (grouped(last)) }
+        }
+    }
 }
 
 /// "This result page has expired", with a link that runs the search again.
-fn expired(text: &str) -> (StatusCode, String) {
+fn expired(text: &str) -> (StatusCode, Markup) {
     let (status, html) = error_html(&ServiceError::CursorGone);
     (
         status,
-        format!(
-            "{html}<p><a class=\"button\" href=\"{}\">Run the search again</a></p>",
-            escape(&search_href(text, None, 1))
-        ),
+        html! {
+            (html)
+            p { a.button href=(search_href(text, None, 1)) { "Run the search again" } }
+        },
     )
 }
 
@@ -352,35 +346,31 @@ pub(crate) async fn search_section(
     web: &Web,
     signed: &Signed,
     params: &Params,
-) -> (StatusCode, String) {
+) -> (StatusCode, Markup) {
     let entry = params.q.as_deref().map(str::trim).unwrap_or("");
     if entry.is_empty() {
         return (
             StatusCode::OK,
-            form("") + &add_filter(&FilterInput::default(), false, None),
+            html! { (form("")) (add_filter(&FilterInput::default(), false, None)) },
         );
     }
     let (text, query) = match recognize(entry) {
         Entry::Search { query, text } => (text, query),
         Entry::NotGuessed(ng) => {
-            let mut out = form(entry);
-            out.push_str(&format!(
-                "<section class=\"condition\" role=\"status\"><p>{}</p>",
-                escape(&ng.hint())
-            ));
-            for s in &ng.suggestions {
-                out.push_str(&format!(
-                    "<a class=\"suggestion\" href=\"{}\">{}</a> ",
-                    escape(&search_href(s, None, 1)),
-                    escape(s)
-                ));
-            }
-            out.push_str("</section>");
-            return (StatusCode::OK, out);
+            let html = html! {
+                (form(entry))
+                section.condition role="status" {
+                    p { (ng.hint()) }
+                    @for s in &ng.suggestions {
+                        a.suggestion href=(search_href(s, None, 1)) { (s) } " "
+                    }
+                }
+            };
+            return (StatusCode::OK, html);
         }
         Entry::Invalid(e) => {
             let (status, html) = error_html(&ServiceError::from(e));
-            return (status, form(entry) + &html);
+            return (status, html! { (form(entry)) (html) });
         }
     };
     let kind = query.kind();
@@ -389,13 +379,13 @@ pub(crate) async fn search_section(
     } else {
         params.view
     };
-    let mut out = form_in(&text, view);
-    if kind != QueryKind::Domain {
-        out.push_str(&views(&text, view));
-    }
+    let bar = html! {
+        (form_in(&text, view))
+        @if kind != QueryKind::Domain { (views(&text, view)) }
+    };
     if view == View::Globe {
-        out.push_str(&crate::routes::globe::section(&text, &query));
-        return (StatusCode::OK, out);
+        let globe = crate::routes::globe::section(&text, &query);
+        return (StatusCode::OK, html! { (bar) (globe) });
     }
     // The active filters, Add filter and the total.
     let full = matches!(&query, Query::Filter(f) if f.is_full());
@@ -403,44 +393,49 @@ pub(crate) async fn search_section(
         base: text.clone(),
         ..FilterInput::default()
     };
-    out.push_str(&format!(
-        "<div class=\"toolbar\">{}{}",
-        chips(&query),
-        add_filter(&input, full, None)
-    ));
-    if matches!(kind, QueryKind::Asn | QueryKind::Filter) {
-        out.push_str(&format!(
-            "<p class=\"total\" aria-live=\"polite\" data-fragment=\"{}\"></p>",
-            escape(&format!("/app/count?{}", query_string(&text)))
-        ));
-    }
-    out.push_str("</div>");
+    let head = html! {
+        (bar)
+        div.toolbar {
+            (chips(&query))
+            (add_filter(&input, full, None))
+            @if matches!(kind, QueryKind::Asn | QueryKind::Filter) {
+                p.total aria-live="polite"
+                    data-fragment={ "/app/count?" (query_string(&text)) } {}
+            }
+        }
+    };
+    let (status, rest) = answer_section(web, signed, params, &text, &query).await;
+    (status, html! { (head) (rest) })
+}
+
+/// What the search of `text` answered, under the bar and the toolbar: the page shown before
+/// (free), the host view of an exact IP, the results, or the condition.
+async fn answer_section(
+    web: &Web,
+    signed: &Signed,
+    params: &Params,
+    text: &str,
+    query: &Query,
+) -> (StatusCode, Markup) {
+    let kind = query.kind();
     let service = match web.service() {
         Ok(service) => service,
-        Err(e) => {
-            let (status, html) = error_html(&e);
-            return (status, out + &html);
-        }
+        Err(e) => return error_html(&e),
     };
     let caller = caller(&signed.account, signed.client);
     let request_id = request_id();
     if kind != QueryKind::Ip && params.page_given {
-        match cache::shown(web, signed, &text, params.page).await {
-            Ok(Some(shown)) => {
-                out.push_str(&shown);
-                return (StatusCode::OK, out);
-            }
+        match cache::shown(web, signed, text, params.page).await {
+            // Markup this module rendered before, kept in the state database.
+            Ok(Some(shown)) => return (StatusCode::OK, PreEscaped(shown)),
             Ok(None) => {}
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the result pages shown");
-                let (status, html) =
-                    error_html(&ServiceError::Unavailable("state database".into()));
-                return (status, out + &html);
+                return error_html(&ServiceError::Unavailable("state database".into()));
             }
         }
         if params.page > 1 && params.cursor.is_none() {
-            let (status, html) = expired(&text);
-            return (status, out + &html);
+            return expired(text);
         }
     }
     let answer = service
@@ -448,7 +443,7 @@ pub(crate) async fn search_section(
             &caller,
             &request_id,
             SearchRequest {
-                query: &text,
+                query: text,
                 limit: PAGE_HOSTS,
                 cursor: params.cursor.as_deref(),
             },
@@ -456,40 +451,30 @@ pub(crate) async fn search_section(
         .await;
     let answer = match answer {
         Ok(a) => a,
-        Err(ServiceError::CursorGone) => {
-            let (status, html) = expired(&text);
-            return (status, out + &html);
-        }
-        Err(e) => {
-            let (status, html) = error_html(&e);
-            return (status, out + &html);
-        }
+        Err(ServiceError::CursorGone) => return expired(text),
+        Err(e) => return error_html(&e),
     };
     if kind == QueryKind::Ip {
         if answer.hosts.is_empty() {
-            let (status, html) = error_html(&ServiceError::HostNotFound);
-            return (status, out + &html);
+            return error_html(&ServiceError::HostNotFound);
         }
         let detail = service
             .host_detail(
                 &caller,
                 &request_id,
                 DetailRequest {
-                    ip: &text,
+                    ip: text,
                     limit: DETAIL_SERVICES,
                     cursor: None,
                 },
             )
             .await;
         return match detail {
-            Ok(d) => {
-                out.push_str(&host_view(&d.host, d.next.as_deref(), "h2"));
-                (StatusCode::OK, out)
-            }
-            Err(e) => {
-                let (status, html) = error_html(&e);
-                (status, out + &html)
-            }
+            Ok(d) => (
+                StatusCode::OK,
+                host_view(&d.host, d.next.as_deref(), Heading::H2),
+            ),
+            Err(e) => error_html(&e),
         };
     }
     let shown = CachedPage {
@@ -497,10 +482,9 @@ pub(crate) async fn search_section(
         next: answer.next_cursor.as_ref().map(|c| c.to_string()),
         resolution: answer.domain_resolution,
     };
-    let rendered = results(&text, &query, &shown, params.page);
-    cache::remember(web, signed, &text, params.page, &rendered).await;
-    out.push_str(&rendered);
-    (StatusCode::OK, out)
+    let rendered = results(text, query, &shown, params.page);
+    cache::remember(web, signed, text, params.page, &rendered.0).await;
+    (StatusCode::OK, rendered)
 }
 
 fn query_string(text: &str) -> String {
@@ -511,7 +495,7 @@ fn query_string(text: &str) -> String {
 
 /// What the DNS lookup of a domain search found, in words (spec "Domain resolution"): the
 /// results also come from stored domain scans, whatever DNS said.
-fn resolution_note(resolution: &DomainResolution) -> String {
+fn resolution_note(resolution: &DomainResolution) -> Markup {
     let said = match resolution {
         DomainResolution::Resolved(addresses) => match addresses.len() {
             1 => "DNS resolution: the name resolved to 1 public address just now.".to_owned(),
@@ -528,37 +512,36 @@ fn resolution_note(resolution: &DomainResolution) -> String {
                 .into()
         }
     };
-    format!(
-        "<p class=\"note domain-resolution\" data-status=\"{}\">{} Stored domain scans are \
-         searched whatever DNS said.</p>",
-        resolution.status(),
-        escape(&said)
-    )
+    html! {
+        p.note.domain-resolution data-status=(resolution.status()) {
+            (said) " Stored domain scans are searched whatever DNS said."
+        }
+    }
 }
 
 /// The host list beside the Selected host panel, and Suggested Filters after a filter search.
-fn results(text: &str, query: &Query, shown: &CachedPage, page: u32) -> String {
-    let mut out = String::new();
-    if let Some(resolution) = &shown.resolution {
-        out.push_str(&resolution_note(resolution));
+fn results(text: &str, query: &Query, shown: &CachedPage, page: u32) -> Markup {
+    html! {
+        @if let Some(resolution) = &shown.resolution { (resolution_note(resolution)) }
+        @if matches!(query, Query::Filter(_)) && !shown.hosts.is_empty() {
+            section.facets aria-labelledby="facets-title"
+                data-fragment={ "/app/facets?" (query_string(text)) } {
+                h2 id="facets-title" { "Suggested Filters" }
+                div.facets-body {}
+            }
+        }
+        div.results-layout {
+            (host_list(text, &shown.hosts, shown.next.as_deref(), page))
+            aside.host-panel aria-label="Selected host" hidden {
+                div.panel-head {
+                    h2.panel-title { "Selected host" }
+                    button type="button" class="button secondary close-panel"
+                        aria-label="Close the Selected host panel" { "Close" }
+                }
+                div.panel-body aria-live="polite" {}
+            }
+        }
     }
-    if matches!(query, Query::Filter(_)) && !shown.hosts.is_empty() {
-        out.push_str(&format!(
-            "<section class=\"facets\" aria-labelledby=\"facets-title\" data-fragment=\"{}\">\
-             <h2 id=\"facets-title\">Suggested Filters</h2><div class=\"facets-body\"></div>\
-             </section>",
-            escape(&format!("/app/facets?{}", query_string(text)))
-        ));
-    }
-    out.push_str(&format!(
-        "<div class=\"results-layout\">{}<aside class=\"host-panel\" aria-label=\"Selected host\" \
-         hidden><div class=\"panel-head\"><h2 class=\"panel-title\">Selected host</h2>\
-         <button type=\"button\" class=\"button secondary close-panel\" \
-         aria-label=\"Close the Selected host panel\">Close</button></div>\
-         <div class=\"panel-body\" aria-live=\"polite\"></div></aside></div>",
-        host_list(text, &shown.hosts, shown.next.as_deref(), page)
-    ));
-    out
 }
 
 #[cfg(test)]
@@ -583,9 +566,10 @@ mod tests {
             detail: "a /8".into(),
         }]));
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        let html = html.into_string();
         assert!(html.contains("CIDR too broad"), "{html}");
         let (_, html) = error_html(&ServiceError::CursorGone);
-        assert!(html.contains("This result page has expired"));
+        assert!(html.into_string().contains("This result page has expired"));
     }
 
     #[test]
@@ -600,7 +584,7 @@ mod tests {
             DomainResolution::NoPublicAddress,
         ]
         .iter()
-        .map(resolution_note)
+        .map(|r| resolution_note(r).into_string())
         .collect();
         assert!(
             notes[0].contains("to 1 public address just now"),
@@ -623,7 +607,7 @@ mod tests {
 
     #[test]
     fn pages_say_where_they_are() {
-        let range = |page, shown, last| page_range(page, shown, last);
+        let range = |page, shown, last| page_range(page, shown, last).into_string();
         assert!(range(1, 25, false).contains(">Hosts 1–25</span>"));
         assert!(range(2, 25, false).contains("data-first=\"26\" data-last=\"50\">"));
         let last = range(3, 12, true);

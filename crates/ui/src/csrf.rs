@@ -1,19 +1,17 @@
-//! CSRF protection for every state-changing form: a signed double-submit token. The browser
-//! holds a random value in the `periscope_signin_csrf` cookie (HttpOnly, SameSite=Lax); each
-//! form carries HMAC-SHA256(key, value), which only this service can compute. A POST is
-//! accepted only when the two agree.
+//! CSRF protection for state-changing forms. Two flavours, one module:
+//! - the sign-in service's signed double-submit token ([`CsrfKey`]): the browser holds a random
+//!   value in a cookie; each form carries HMAC-SHA256(key, value), which only the service can
+//!   compute, and a POST is accepted only when the two agree;
+//! - the application's per-session token, compared with [`same`] in constant time.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-/// The cookie holding the browser's CSRF value.
-pub(crate) const COOKIE: &str = "periscope_signin_csrf";
-
 /// The key the tokens are signed with (32 bytes, shared by every instance).
 #[derive(Clone)]
-pub(crate) struct CsrfKey([u8; 32]);
+pub struct CsrfKey([u8; 32]);
 
 impl std::fmt::Debug for CsrfKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -22,7 +20,8 @@ impl std::fmt::Debug for CsrfKey {
 }
 
 impl CsrfKey {
-    pub(crate) fn new(bytes: [u8; 32]) -> Self {
+    /// The key of these 32 bytes.
+    pub fn new(bytes: [u8; 32]) -> Self {
         Self(bytes)
     }
 
@@ -35,17 +34,26 @@ impl CsrfKey {
     }
 
     /// The form token for the browser holding `cookie_value`.
-    pub(crate) fn token(&self, cookie_value: &str) -> String {
+    pub fn token(&self, cookie_value: &str) -> String {
         URL_SAFE_NO_PAD.encode(self.mac(cookie_value).finalize().into_bytes())
     }
 
     /// Whether `token` is the form token for `cookie_value` (compared in constant time).
-    pub(crate) fn verify(&self, cookie_value: &str, token: &str) -> bool {
+    pub fn verify(&self, cookie_value: &str, token: &str) -> bool {
         match URL_SAFE_NO_PAD.decode(token) {
             Ok(bytes) => self.mac(cookie_value).verify_slice(&bytes).is_ok(),
             Err(_) => false,
         }
     }
+}
+
+/// Whether two tokens are equal, in time independent of where they differ.
+pub fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 #[cfg(test)]
@@ -61,5 +69,13 @@ mod tests {
         assert!(!CsrfKey::new([8; 32]).verify("browser-a", &token));
         assert!(!key.verify("browser-a", ""));
         assert!(!key.verify("browser-a", "not base64!"));
+    }
+
+    #[test]
+    fn same_compares_whole_tokens() {
+        assert!(same("abc", "abc"));
+        assert!(!same("abc", "abd"));
+        assert!(!same("abc", "abcd"));
+        assert!(same("", ""));
     }
 }

@@ -1,5 +1,6 @@
-//! Randomness from the operating system and the digests secrets are stored as: row ids, link
-//! tokens, session ids, authorization codes and access tokens.
+//! The workspace's one random-token module: randomness from the operating system and the
+//! digests secrets are stored as — session ids (both services), link tokens, authorization
+//! codes, access tokens, form tokens, row ids.
 //!
 //! A secret handed to a browser or a client is 32 random bytes in base64url (43 characters);
 //! the database keeps only its SHA-256 digest, so a copy of the tables grants nothing.
@@ -8,41 +9,55 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
-use crate::error::StoreError;
+/// The operating system gave no randomness.
+#[derive(Debug)]
+pub struct RandomError(getrandom::Error);
+
+impl std::fmt::Display for RandomError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the operating system's random generator failed: {}",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for RandomError {}
 
 /// Fills `buf` from the operating system's generator.
-pub(crate) fn fill(buf: &mut [u8]) -> Result<(), StoreError> {
-    getrandom::getrandom(buf).map_err(|e| StoreError::Random(e.to_string()))
+pub fn fill(buf: &mut [u8]) -> Result<(), RandomError> {
+    getrandom::getrandom(buf).map_err(RandomError)
 }
 
 /// A positive random 63-bit id.
-pub(crate) fn id() -> Result<i64, StoreError> {
+pub fn id() -> Result<i64, RandomError> {
     let mut b = [0u8; 8];
     fill(&mut b)?;
     Ok((u64::from_le_bytes(b) >> 1) as i64)
 }
 
 /// A fresh secret: 32 random bytes as 43 base64url characters.
-pub(crate) fn secret() -> Result<String, StoreError> {
+pub fn secret() -> Result<String, RandomError> {
     let mut b = [0u8; 32];
     fill(&mut b)?;
     Ok(URL_SAFE_NO_PAD.encode(b))
 }
 
-/// A fresh `sub` claim: 16 random bytes as 22 base64url characters, never reassigned.
-pub(crate) fn subject() -> Result<String, StoreError> {
+/// A fresh `sub` claim: 16 random bytes as 22 base64url characters.
+pub fn subject() -> Result<String, RandomError> {
     let mut b = [0u8; 16];
     fill(&mut b)?;
     Ok(URL_SAFE_NO_PAD.encode(b))
 }
 
 /// The SHA-256 digest of `secret` in lower-case hex: what the tables store.
-pub(crate) fn digest(secret: &str) -> String {
+pub fn digest(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
 /// Lower-case hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for &b in bytes {
@@ -53,7 +68,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// Bytes from lower-case or upper-case hex, or `None`.
-pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
     if !text.len().is_multiple_of(2) {
         return None;
     }
@@ -63,9 +78,9 @@ pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Whether `text` could be a secret this crate issued (43 base64url characters), so malformed
+/// Whether `text` could be a secret of [`secret`] (43 base64url characters), so malformed
 /// input is refused before any lookup.
-pub(crate) fn is_secret_shaped(text: &str) -> bool {
+pub fn is_secret_shaped(text: &str) -> bool {
     text.len() == 43
         && text
             .bytes()
@@ -85,6 +100,8 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(digest(&a).len(), 64);
         assert_ne!(digest(&a), digest(&b));
+        assert_eq!(subject().unwrap().len(), 22);
+        assert!(id().unwrap() >= 0);
     }
 
     #[test]
