@@ -106,6 +106,15 @@ pub enum BuildError {
     /// Reading the durable store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The index file just written could not be read back.
+    #[error("cannot read back the index file {} just written", path.display())]
+    Reload {
+        /// The index file.
+        path: std::path::PathBuf,
+        /// Why it was not usable.
+        #[source]
+        source: LoadError,
+    },
     /// The index was built but could not be written to its file.
     #[error("cannot write the index file {}", path.display())]
     Save {
