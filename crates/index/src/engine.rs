@@ -64,7 +64,6 @@ mod scans;
 mod strings;
 
 pub use layers::LayeredIndex;
-pub(crate) use persist::stage;
 pub use persist::{DeltaJournal, FORMAT_VERSION, LoadError};
 
 use std::borrow::Cow;

@@ -182,9 +182,7 @@ impl LiveIndex {
         config: IndexConfig,
         now: Timestamp,
     ) -> Result<(Self, Opened), BuildError> {
-        crate::engine::stage("open: start");
         let store = DurableStore::open(path)?;
-        crate::engine::stage("open: store open");
         let index_path = Self::index_path(path);
         let journal_path = Self::journal_path(path);
         let snapshot = store.snapshot()?;
@@ -195,16 +193,13 @@ impl LiveIndex {
             Some(j) => (j.base_generation, Some(j)),
             None => (snapshot.generation(), None),
         };
-        crate::engine::stage("open: snapshot+journal");
         let loaded = EmbeddedIndex::load_built_from(&index_path, base_generation, snapshot, config);
         let (first, journal, opened) = match loaded {
             Ok(index) => (index, journal, Opened::Loaded),
             Err(why) => {
                 let built = EmbeddedIndex::from_store(&store, config, now)?;
-                crate::engine::stage("open: built");
                 // A journal of an older file would never match again; it goes with it.
                 let saved = remove_if_present(&journal_path).and_then(|()| built.save(&index_path));
-                crate::engine::stage("open: saved");
                 // Saved: the index answering is the file loaded, as a restart would load it,
                 // so that the first start holds what every later one does (the build's
                 // transient allocations all freed, nothing sized for growth).
@@ -219,7 +214,6 @@ impl LiveIndex {
                 } else {
                     built
                 };
-                crate::engine::stage("open: reloaded");
                 (index, None, Opened::Built { why, saved })
             }
         };

@@ -44,29 +44,6 @@ use crate::durable::StoreSnapshot;
 use crate::store::IndexConfig;
 
 const MAGIC: &[u8; 8] = b"PSCPIDX\0";
-
-thread_local! {
-    static STAGE: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
-}
-
-/// TEMPORARY profiling: with `PERISCOPE_LOAD_PROFILE` set, prints the time since the last
-/// stage and VmRSS.
-pub(crate) fn stage(what: &str) {
-    if std::env::var_os("PERISCOPE_LOAD_PROFILE").is_none() {
-        return;
-    }
-    let now = std::time::Instant::now();
-    let ms = STAGE
-        .with(|c| c.replace(Some(now)))
-        .map_or(0.0, |t| (now - t).as_secs_f64() * 1e3);
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let rss = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS"))
-        .unwrap_or("")
-        .to_owned();
-    eprintln!("load-profile: {what:<28} {ms:>9.1} ms  {rss}");
-}
 /// The layout written and the only one read.
 pub const FORMAT_VERSION: u32 = 5;
 
@@ -516,13 +493,11 @@ impl EmbeddedIndex {
                 "built with {saved:?}, asked for {config:?}"
             )));
         }
-        stage("load: header");
         let hosts = r.len("hosts")?;
         let keys = r.u128s(hosts)?;
         if keys.windows(2).any(|w| w[0] >= w[1]) {
             return Err(corrupt("host keys out of order"));
         }
-        stage("load: keys");
         let services = r.len("services")?;
         let service_start = r.u32s(hosts + 1)?;
         let service_host = r.u32s(services)?;
@@ -532,7 +507,6 @@ impl EmbeddedIndex {
         if !ranges_ok || service_host.iter().any(|h| *h as usize >= hosts) {
             return Err(corrupt("service ranges do not fit the hosts"));
         }
-        stage("load: service ranges");
         let positions = r.u32s(hosts * 2)?;
         let positions: Vec<(i32, i32)> = positions
             .chunks_exact(2)
@@ -552,17 +526,11 @@ impl EmbeddedIndex {
         {
             return Err(corrupt("a country id"));
         }
-        stage("load: places");
         let service_postings = super::postings::ServicePostings::read(&mut r, services)?;
-        stage("load: service postings+cols");
         let host_postings = super::postings::HostPostings::read(&mut r, hosts)?;
-        stage("load: host postings");
         let value_hosts = super::postings::ValueHosts::read(&mut r, hosts)?;
-        stage("load: value hosts");
         let place_ids = super::exposure::Places::read(&mut r, &countries)?;
-        stage("load: place ids");
         let expiry = super::expiry::Expiry::read(&mut r, hosts)?;
-        stage("load: expiry");
         let computed = r.sum.finish();
         let stored = u64::from_le_bytes(r.array::<8>()?);
         if computed != stored {
@@ -571,9 +539,7 @@ impl EmbeddedIndex {
         if r.read(&mut [0u8; 1])? != 0 {
             return Err(corrupt("bytes after the checksum"));
         }
-        stage("load: checksum end");
         let scans = ScanRecords::new(snapshot.domain_scans()?);
-        stage("load: domain scans");
         Ok(Self {
             config,
             built_at,

@@ -376,11 +376,8 @@ impl ServicePostings {
         if protocol.len() > periscope_model::ProtocolToken::all().count() {
             return Err(bad("more protocol postings than protocols"));
         }
-        super::persist::stage("  svc: port/protocol");
         let product_words = StrPostings::read(r, "product words", services)?;
-        super::persist::stage("  svc: product words");
         let cpe = StrPostings::read(r, "CPE postings", services)?;
-        super::persist::stage("  svc: cpe");
         let cve = r.map("CVE postings", |r| {
             let (year, number) = (r.u16()?, r.u32()?);
             CveId::from_parts(year, number).ok_or_else(|| bad("a CVE key"))
@@ -397,9 +394,7 @@ impl ServicePostings {
         let (Some(no), Some(yes), None) = (exploit.next(), exploit.next(), exploit.next()) else {
             return Err(bad("exploit postings"));
         };
-        super::persist::stage("  svc: cve/cvss/exploit");
         let certificate_names = StrPostings::read(r, "certificate names", services)?;
-        super::persist::stage("  svc: certificate names");
         let port_repeats = r.map("port repeats", |r| {
             Port::new(r.u16()?).map_err(|_| bad("a port key"))
         })?;
@@ -416,7 +411,6 @@ impl ServicePostings {
         {
             return Err(bad("a posting names a service the index does not have"));
         }
-        super::persist::stage("  svc: repeats");
         let port_column = r
             .u16s(services)?
             .into_iter()
@@ -445,7 +439,6 @@ impl ServicePostings {
         }
         let band = r.bytes(services)?;
         let exploit_column = r.bytes(services)?;
-        super::persist::stage("  svc: columns");
         let title_ids = HashMap::new();
         let mut title_words = HashMap::new();
         for (i, t) in titles.iter().enumerate() {
@@ -822,9 +815,7 @@ impl HostPostings {
         let asn = r.map("ASN postings", |r| {
             Asn::new(r.u32()?).map_err(|_| bad("an ASN key"))
         })?;
-        super::persist::stage("  host: country/asn");
         let names = StrPostings::read(r, "name postings", hosts)?;
-        super::persist::stage("  host: names");
         let count = r.len("organizations")?;
         let organizations: Vec<Box<str>> = r.vec(count, |r| r.str("an organization"))?;
         let organization_hosts = r.bitmaps("organization hosts")?;
