@@ -47,8 +47,12 @@
 //! **Index file** (`persist`): [`EmbeddedIndex::save`] and [`EmbeddedIndex::load`] keep a
 //! built index on disk so that a restart need not rebuild it.
 //! **Memory:** postings (service and host level), per-service columns, per-host place
-//! ids, ordinal maps and domain-scan lookups
-//! ([`EmbeddedIndex::stats`]); over the store, no host record stays in memory.
+//! ids, positions (micro-degrees) and country ids, ordinal maps and domain-scan lookups
+//! ([`EmbeddedIndex::stats`]); over the store, no host record stays in memory. Postings keyed
+//! by text are sorted string tables (`strings`), most names holding their one host inline.
+//! A build ends by dropping what only building needed (the id lookups of titles,
+//! organizations and places) and sizing every column exactly, so a built index holds what
+//! the same index loaded from its file does.
 
 mod expiry;
 mod exposure;
@@ -57,6 +61,7 @@ mod layers;
 mod persist;
 mod postings;
 mod scans;
+mod strings;
 
 pub use layers::LayeredIndex;
 pub use persist::{DeltaJournal, FORMAT_VERSION, LoadError};
@@ -65,8 +70,7 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 
 use periscope_model::observation::DomainScan;
-use periscope_model::record::Position;
-use periscope_model::{CountryCode, DomainName, Timestamp, ip_order_key};
+use periscope_model::{DomainName, Timestamp, ip_order_key};
 use periscope_query::{Clause, FilterQuery, Phrase, Query, Resolution};
 use roaring::RoaringBitmap;
 
@@ -75,6 +79,7 @@ use crate::api::{
     SearchRequest,
 };
 use crate::durable::{DurableStore, HostKey, StoreError, StoreSnapshot};
+use crate::reference::exposure::micro_degrees;
 use crate::reference::matching::{
     Hit, HostView, asn_matches, domain_matches, organization_matches,
 };
@@ -100,6 +105,15 @@ pub enum BuildError {
     /// Reading the durable store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The index file just written could not be read back.
+    #[error("cannot read back the index file {} just written", path.display())]
+    Reload {
+        /// The index file.
+        path: std::path::PathBuf,
+        /// Why it was not usable.
+        #[source]
+        source: LoadError,
+    },
     /// The index was built but could not be written to its file.
     #[error("cannot write the index file {}", path.display())]
     Save {
@@ -138,11 +152,11 @@ pub struct EmbeddedIndex {
     service_start: Vec<u32>,
     /// Service ordinal → host ordinal.
     service_host: Vec<u32>,
-    /// Host ordinal → position and GeoIP country (what exposure reads of every match).
-    places: Vec<(Option<Position>, Option<CountryCode>)>,
+    /// Host ordinal → position in micro-degrees (latitude, longitude), what exposure sums
+    /// of every match; `(0, 0)` for a host without one (its place id says so).
+    positions: Vec<(i32, i32)>,
     /// Host ordinal → GeoIP country as a dense id (`facets::country_id`): the country
-    /// column facets read of every match, two bytes a host (derived from `places`, not
-    /// saved).
+    /// column facets and exposure read of every match, two bytes a host.
     countries: Vec<u16>,
     services: ServicePostings,
     hosts: HostPostings,
@@ -236,7 +250,7 @@ impl EmbeddedIndex {
             records: Records::Memory(Vec::new()),
             service_start: vec![0],
             service_host: Vec::new(),
-            places: Vec::new(),
+            positions: Vec::new(),
             countries: Vec::new(),
             services: ServicePostings::default(),
             hosts: HostPostings::default(),
@@ -275,14 +289,34 @@ impl EmbeddedIndex {
             let position = rec.position.as_ref().map(|(p, _)| *p);
             let country = rec.location.as_ref().and_then(|(l, _)| l.country_code);
             index.place_ids.add(position.as_ref(), country);
-            index.places.push((position, country));
+            index.positions.push(position.as_ref().map_or((0, 0), |p| {
+                (micro_degrees(p.latitude), micro_degrees(p.longitude))
+            }));
             index.countries.push(facets::country_id(country));
             index.keys.push(key);
             if keep_records && let Records::Memory(records) = &mut index.records {
                 records.push(rec);
             }
         }
+        index.finish()?;
         Ok(index)
+    }
+
+    /// Ends a build: what was kept only to build is dropped and every column is sized
+    /// exactly, so that a built index holds what a loaded one does.
+    fn finish(&mut self) -> Result<(), BuildError> {
+        self.services.finish().map_err(|_| BuildError::TooLarge)?;
+        self.hosts.finish().map_err(|_| BuildError::TooLarge)?;
+        self.place_ids.finish();
+        self.keys.shrink_to_fit();
+        self.service_start.shrink_to_fit();
+        self.service_host.shrink_to_fit();
+        self.positions.shrink_to_fit();
+        self.countries.shrink_to_fit();
+        if let Records::Memory(records) = &mut self.records {
+            records.shrink_to_fit();
+        }
+        Ok(())
     }
 
     /// The store generation the index was built from (0 when built from an iterator).
@@ -300,7 +334,7 @@ impl EmbeddedIndex {
         let ordinals = self.keys.len() * 16
             + (self.service_start.len() + self.service_host.len()) * 4
             + self.countries.len() * 2
-            + self.places.len() * size_of::<(Option<Position>, Option<CountryCode>)>();
+            + self.positions.len() * size_of::<(i32, i32)>();
         let bytes = ordinals
             + self.services.heap_bytes()
             + self.hosts.heap_bytes()

@@ -37,7 +37,10 @@
 //! it builds and saves.
 //!
 //! **Memory:** a full rebuild holds the old base (answering) and the new one until the swap,
-//! as every rebuild did before there was a delta; a delta refresh adds only the delta.
+//! as every rebuild did before there was a delta; a delta refresh adds only the delta. The
+//! first start that builds (no usable index file) saves the file and then answers from the
+//! file loaded back, dropping the built index first: it holds what a restart holds, not
+//! what the build left behind.
 //!
 //! **Boundary:** one process owns a store (it locks the store directory), so data reaches a running
 //! server through that process's [`LiveIndex::apply_batch`], not through a second process
@@ -194,9 +197,23 @@ impl LiveIndex {
         let (first, journal, opened) = match loaded {
             Ok(index) => (index, journal, Opened::Loaded),
             Err(why) => {
-                let index = EmbeddedIndex::from_store(&store, config, now)?;
+                let built = EmbeddedIndex::from_store(&store, config, now)?;
                 // A journal of an older file would never match again; it goes with it.
-                let saved = remove_if_present(&journal_path).and_then(|()| index.save(&index_path));
+                let saved = remove_if_present(&journal_path).and_then(|()| built.save(&index_path));
+                // Saved: the index answering is the file loaded, as a restart would load it,
+                // so that the first start holds what every later one does (the build's
+                // transient allocations all freed, nothing sized for growth).
+                let index = if saved.is_ok() {
+                    drop(built);
+                    EmbeddedIndex::load(&index_path, store.snapshot()?, config).map_err(
+                        |source| BuildError::Reload {
+                            path: index_path.clone(),
+                            source,
+                        },
+                    )?
+                } else {
+                    built
+                };
                 (index, None, Opened::Built { why, saved })
             }
         };

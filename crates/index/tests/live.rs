@@ -445,6 +445,40 @@ fn a_damaged_index_file_is_never_used() {
 }
 
 #[test]
+fn an_index_file_of_an_older_format_is_reported_stale_and_rebuilt_never_read() {
+    let dir = TempStore::new("older-format");
+    let (live, _) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    live.apply_batch(&synth(300)).unwrap();
+    live.set_delta_limit(Some(0));
+    assert!(live.refresh(now()).unwrap());
+    let expected = count(&live, "port:443");
+    drop(live);
+    let file = LiveIndex::index_path(&dir.path());
+    let good = std::fs::read(&file).unwrap();
+    // The version follows the 8-byte magic.
+    assert_eq!(
+        good[8..12],
+        periscope_index::engine::FORMAT_VERSION.to_le_bytes()
+    );
+    for old in 1..periscope_index::engine::FORMAT_VERSION {
+        let mut bytes = good.clone();
+        bytes[8..12].copy_from_slice(&old.to_le_bytes());
+        std::fs::write(&file, bytes).unwrap();
+        let (live, opened) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+        match &opened {
+            Opened::Built {
+                why: LoadError::Stale(why),
+                saved: Ok(()),
+            } => assert!(why.contains(&format!("format version {old}")), "{why}"),
+            other => panic!("format {old}: {other:?}"),
+        }
+        assert_eq!(count(&live, "port:443"), expected, "format {old}");
+        drop(live);
+        assert_eq!(std::fs::read(&file).unwrap(), good, "format {old}");
+    }
+}
+
+#[test]
 fn an_index_file_that_cannot_be_written_leaves_the_new_snapshot_answering() {
     let dir = TempStore::new("unwritable");
     // A directory where the index file should be: it can be neither read nor replaced.

@@ -25,7 +25,7 @@ use periscope_query::Resolution;
 use super::persist::{LoadError, Reader, Writer};
 use super::postings::NONE_U32;
 use crate::api::Exposure;
-use crate::reference::exposure::{Tile, answer, micro_degrees, tile_of};
+use crate::reference::exposure::{Tile, answer, tile_of};
 
 /// The zoom of the stored tiles: the finest resolution's.
 const ZOOM: u8 = 8;
@@ -37,6 +37,7 @@ pub(super) struct Places {
     place: Vec<u32>,
     /// Place id → zoom-8 tile (`x << 8 | y`) and country.
     places: Vec<(u16, Option<CountryCode>)>,
+    /// While building: the id of each place seen (empty once [`Self::finish`]ed or loaded).
     ids: HashMap<(u16, Option<CountryCode>), u32>,
 }
 
@@ -58,9 +59,16 @@ impl Places {
         self.place.push(id);
     }
 
+    /// Ends the build: drops the lookup of ids and spare capacity.
+    pub fn finish(&mut self) {
+        self.ids = HashMap::new();
+        self.place.shrink_to_fit();
+        self.places.shrink_to_fit();
+    }
+
     /// Approximate bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.place.len() * 4 + self.places.len() * (4 + 24)
+        self.place.len() * 4 + self.places.len() * 4
     }
 
     /// Writes the columns (the index file; see `persist`).
@@ -73,17 +81,12 @@ impl Places {
                 None => w.write_all(b"\0\0")?,
             }
         }
-        for p in &self.place {
-            w.u32(*p)?;
-        }
-        Ok(())
+        w.u32s(&self.place)
     }
 
-    /// Reads what [`Self::write`] wrote, checked against the hosts' places.
-    pub fn read<R: std::io::Read>(
-        r: &mut Reader<R>,
-        hosts: &[(Option<Position>, Option<CountryCode>)],
-    ) -> Result<Self, LoadError> {
+    /// Reads what [`Self::write`] wrote, checked against the hosts' countries
+    /// (`facets::country_id`).
+    pub fn read<R: std::io::Read>(r: &mut Reader<R>, countries: &[u16]) -> Result<Self, LoadError> {
         let bad = |what: &str| LoadError::Corrupt(what.to_owned());
         let count = r.len("place ids")?;
         let places = r.vec(count, |r| {
@@ -97,46 +100,37 @@ impl Places {
             };
             Ok((tile, country))
         })?;
-        let place = r.vec(hosts.len(), Reader::u32)?;
-        let consistent = place.iter().zip(hosts).all(|(id, (position, country))| {
-            match (position, places.get(*id as usize)) {
-                (None, None) => *id == NONE_U32,
-                (Some(_), Some((_, c))) => c == country,
-                _ => false,
-            }
+        let place = r.u32s(countries.len())?;
+        let consistent = place.iter().zip(countries).all(|(id, country)| {
+            *id == NONE_U32
+                || places
+                    .get(*id as usize)
+                    .is_some_and(|(_, c)| super::facets::country_id(*c) == *country)
         });
         if !consistent {
-            return Err(bad("place ids do not fit the hosts' places"));
+            return Err(bad("place ids do not fit the hosts' countries"));
         }
-        let ids = places
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (*p, u32::try_from(i).unwrap_or(NONE_U32)))
-            .collect::<HashMap<_, _>>();
-        if ids.len() != places.len() {
+        let mut sorted = places.clone();
+        sorted.sort_unstable();
+        if sorted.windows(2).any(|w| w[0] == w[1]) {
             return Err(bad("a place id appears twice"));
         }
-        Ok(Self { place, places, ids })
+        Ok(Self {
+            place,
+            places,
+            ids: HashMap::new(),
+        })
     }
 }
 
 impl Places {
     /// What exposure needs of host `h` of this index, for adding it to another's answer.
-    pub fn placed(
-        &self,
-        h: u32,
-        key: u128,
-        positions: &[(Option<Position>, Option<CountryCode>)],
-        services: u64,
-    ) -> Placed {
+    pub fn placed(&self, h: u32, key: u128, positions: &[(i32, i32)], services: u64) -> Placed {
         let id = self.place.get(h as usize).copied().unwrap_or(NONE_U32);
         let place = match (self.places.get(id as usize), positions.get(h as usize)) {
-            (Some((tile, country)), Some((Some(position), _))) => Some((
-                *tile,
-                *country,
-                micro_degrees(position.latitude),
-                micro_degrees(position.longitude),
-            )),
+            (Some((tile, country)), Some((latitude, longitude))) => {
+                Some((*tile, *country, *latitude, *longitude))
+            }
             _ => None,
         };
         Placed {
@@ -170,7 +164,7 @@ struct Sums {
 /// One exposure answer being summed.
 pub(super) struct Exposed<'a> {
     places: &'a Places,
-    positions: &'a [(Option<Position>, Option<CountryCode>)],
+    positions: &'a [(i32, i32)],
     zoom: u8,
     resolution: Resolution,
     tiles: Vec<Sums>,
@@ -183,11 +177,7 @@ pub(super) struct Exposed<'a> {
 
 impl<'a> Exposed<'a> {
     /// An empty answer at `resolution`.
-    pub fn new(
-        places: &'a Places,
-        positions: &'a [(Option<Position>, Option<CountryCode>)],
-        resolution: Resolution,
-    ) -> Self {
+    pub fn new(places: &'a Places, positions: &'a [(i32, i32)], resolution: Resolution) -> Self {
         let zoom = resolution.geotile_precision().min(ZOOM);
         Self {
             places,
@@ -213,7 +203,7 @@ impl<'a> Exposed<'a> {
             .get(h as usize)
             .copied()
             .unwrap_or(NONE_U32);
-        let (Some(hits), Some((tile, _)), Some((Some(position), _))) = (
+        let (Some(hits), Some((tile, _)), Some((latitude, longitude))) = (
             self.hits.get_mut(id as usize),
             self.places.places.get(id as usize),
             self.positions.get(h as usize),
@@ -227,8 +217,8 @@ impl<'a> Exposed<'a> {
             usize::from(tile & 0xff) >> shift,
         );
         if let Some(sums) = self.tiles.get_mut(x << self.zoom | y) {
-            sums.latitude += i64::from(micro_degrees(position.latitude));
-            sums.longitude += i64::from(micro_degrees(position.longitude));
+            sums.latitude += i64::from(*latitude);
+            sums.longitude += i64::from(*longitude);
             sums.hosts += 1;
             sums.services += services;
         }

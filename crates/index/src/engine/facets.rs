@@ -604,7 +604,7 @@ fn country_index(cc: CountryCode) -> Option<usize> {
     }
 }
 
-fn country_of_index(i: usize) -> Option<CountryCode> {
+pub(super) fn country_of_index(i: usize) -> Option<CountryCode> {
     let a = u8::try_from(i / 26).ok()? + b'A';
     let b = u8::try_from(i % 26).ok()? + b'A';
     CountryCode::parse(std::str::from_utf8(&[a, b]).ok()?).ok()
@@ -687,7 +687,7 @@ fn tally_layer<'i>(
             let country_of = index.countries.get(h as usize).copied();
             let matches = match (&own_services, own_country) {
                 (Some(p), _) => run.iter().any(|s| p.contains(*s)),
-                (None, Some(cc)) => index.places.get(h as usize).and_then(|(_, c)| *c) == Some(cc),
+                (None, Some(cc)) => country_of == Some(country_id(Some(cc))),
                 (None, None) => true,
             };
             if let Some(t) = &mut country

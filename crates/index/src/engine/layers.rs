@@ -229,12 +229,12 @@ impl<'a> View<'a> {
                 placed.push(
                     index
                         .place_ids
-                        .placed(h, part.key(h), &index.places, services),
+                        .placed(h, part.key(h), &index.positions, services),
                 );
             });
         }
         let index = first.index;
-        let mut exposed = Exposed::new(&index.place_ids, &index.places, resolution);
+        let mut exposed = Exposed::new(&index.place_ids, &index.positions, resolution);
         if placed.is_empty() {
             index.for_each_match(query, &listed, first.shadow, |h, services| {
                 exposed.add(h, services);

@@ -4,13 +4,17 @@
 //!
 //! Layout (little-endian): the magic `PSCPIDX\0`, [`FORMAT_VERSION`], the store generation it
 //! was built from, the build time, the two settings that shape an index, then the ordinal
-//! maps, places, service postings and columns, host postings, the per-value host postings of
-//! port, protocol, CVSS and exploit, the exposure place ids and the expiry hours — in the order
-//! [`EmbeddedIndex::save`] writes them — and last a 64-bit checksum of every byte before it.
-//! Version 4 added the CVSS "from" postings and the port and protocol repeats (a version-3
-//! file is stale: it is rebuilt, never read). Bitmaps are roaring's portable serialization.
-//! The domain-scan lookups are not in the file: they are rebuilt from the store snapshot,
-//! which is small.
+//! maps, positions (micro-degrees) and country ids, service postings and columns, host
+//! postings, the per-value host postings of port, protocol, CVSS and exploit, the exposure
+//! place ids and the expiry hours — in the order [`EmbeddedIndex::save`] writes them — and
+//! last a 64-bit checksum of every byte before it (four-lane, see `Checksum`). Fixed-width
+//! columns are written and read a block at a time; postings keyed by text (names, words,
+//! CPEs, certificate names) are in their compact in-memory form (`strings`), so loading them
+//! is a few large reads rather than an allocation per key. Version 5 added that form, the
+//! compact positions and the four-lane checksum; version 4 the CVSS "from" postings and the
+//! port and protocol repeats. A file of an older version is stale: it is rebuilt, never
+//! read. Bitmaps are roaring's portable serialization. The domain-scan lookups are not in
+//! the file: they are rebuilt from the store snapshot, which is small.
 //!
 //! **Validity:** a file is used only when its generation equals the store snapshot's (every
 //! committed batch advances the store's generation) and its settings equal the ones asked
@@ -31,8 +35,7 @@ use std::hash::Hash;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
-use periscope_model::record::Position;
-use periscope_model::{CountryCode, DomainName, Timestamp};
+use periscope_model::{DomainName, Timestamp};
 use roaring::RoaringBitmap;
 
 use super::scans::ScanRecords;
@@ -42,7 +45,7 @@ use crate::store::IndexConfig;
 
 const MAGIC: &[u8; 8] = b"PSCPIDX\0";
 /// The layout written and the only one read.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// Why an index file was not used.
 #[derive(Debug, thiserror::Error)]
@@ -68,13 +71,17 @@ fn corrupt(what: impl Into<String>) -> LoadError {
     LoadError::Corrupt(what.into())
 }
 
-/// A streaming 64-bit checksum (64-bit FNV-1a over 8-byte words, the tail zero-padded), so
-/// the writer and the reader agree however their buffers split the bytes.
+/// A streaming 64-bit checksum: 64-bit FNV-1a-style steps over 8-byte words in four
+/// independent lanes (word `i` of each 32-byte block goes to lane `i`, the tail zero-padded),
+/// folded together with the length at the end — four multiplications in flight instead of
+/// one chain, so checking a file of gigabytes costs a fraction of reading it. The writer and
+/// the reader agree however their buffers split the bytes.
 #[derive(Debug, Clone)]
 struct Checksum {
-    hash: u64,
-    pending: [u8; 8],
+    lanes: [u64; 4],
+    pending: [u8; 32],
     filled: usize,
+    total: u64,
 }
 
 impl Checksum {
@@ -82,35 +89,50 @@ impl Checksum {
 
     fn new() -> Self {
         Self {
-            hash: 0xcbf2_9ce4_8422_2325,
-            pending: [0; 8],
+            lanes: [
+                0xcbf2_9ce4_8422_2325,
+                0x9e37_79b9_7f4a_7c15,
+                0xc2b2_ae3d_27d4_eb4f,
+                0x1656_67b1_9e37_79f9,
+            ],
+            pending: [0; 32],
             filled: 0,
+            total: 0,
         }
     }
 
-    fn word(&mut self, w: u64) {
-        self.hash = (self.hash ^ w).wrapping_mul(Self::PRIME).rotate_left(29);
+    fn step(lane: u64, w: u64) -> u64 {
+        (lane ^ w).wrapping_mul(Self::PRIME).rotate_left(29)
+    }
+
+    #[inline]
+    fn block(&mut self, b: &[u8]) {
+        for (i, lane) in self.lanes.iter_mut().enumerate() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[i * 8..i * 8 + 8]);
+            *lane = Self::step(*lane, u64::from_le_bytes(w));
+        }
     }
 
     fn update(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len() as u64;
         if self.filled > 0 {
-            let take = (8 - self.filled).min(bytes.len());
+            let take = (32 - self.filled).min(bytes.len());
             self.pending[self.filled..self.filled + take].copy_from_slice(&bytes[..take]);
             self.filled += take;
             bytes = &bytes[take..];
-            if self.filled < 8 {
+            if self.filled < 32 {
                 return;
             }
-            self.word(u64::from_le_bytes(self.pending));
+            let pending = self.pending;
+            self.block(&pending);
             self.filled = 0;
         }
-        let mut words = bytes.chunks_exact(8);
-        for w in words.by_ref() {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(w);
-            self.word(u64::from_le_bytes(b));
+        let mut blocks = bytes.chunks_exact(32);
+        for b in blocks.by_ref() {
+            self.block(b);
         }
-        let rest = words.remainder();
+        let rest = blocks.remainder();
         self.pending[..rest.len()].copy_from_slice(rest);
         self.filled = rest.len();
     }
@@ -119,10 +141,14 @@ impl Checksum {
         let mut c = self.clone();
         if c.filled > 0 {
             c.pending[c.filled..].fill(0);
-            c.word(u64::from_le_bytes(c.pending));
+            let pending = c.pending;
+            c.block(&pending);
         }
-        c.word(0x5043_5350);
-        c.hash
+        let mut hash = Self::step(0x5043_5350, c.total);
+        for lane in c.lanes {
+            hash = Self::step(hash, lane);
+        }
+        hash
     }
 }
 
@@ -145,9 +171,6 @@ impl<W: Write> Write for Writer<W> {
 }
 
 impl<W: Write> Writer<W> {
-    pub fn u8(&mut self, v: u8) -> io::Result<()> {
-        self.write_all(&[v])
-    }
     pub fn u16(&mut self, v: u16) -> io::Result<()> {
         self.write_all(&v.to_le_bytes())
     }
@@ -160,9 +183,6 @@ impl<W: Write> Writer<W> {
     pub fn i64(&mut self, v: i64) -> io::Result<()> {
         self.write_all(&v.to_le_bytes())
     }
-    pub fn f64(&mut self, v: f64) -> io::Result<()> {
-        self.write_all(&v.to_bits().to_le_bytes())
-    }
     /// A count or length.
     pub fn len(&mut self, n: usize) -> io::Result<()> {
         self.u64(n as u64)
@@ -173,6 +193,30 @@ impl<W: Write> Writer<W> {
     }
     pub fn bitmap(&mut self, b: &RoaringBitmap) -> io::Result<()> {
         b.serialize_into(&mut *self)
+    }
+    /// A column of `u32`s (its length is the caller's to write).
+    pub fn u32s(&mut self, values: &[u32]) -> io::Result<()> {
+        for chunk in values.chunks(1 << 14) {
+            let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();
+            self.write_all(&bytes)?;
+        }
+        Ok(())
+    }
+    /// A column of `u16`s.
+    pub fn u16s(&mut self, values: &[u16]) -> io::Result<()> {
+        for chunk in values.chunks(1 << 14) {
+            let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();
+            self.write_all(&bytes)?;
+        }
+        Ok(())
+    }
+    /// A column of `u128`s.
+    pub fn u128s(&mut self, values: &[u128]) -> io::Result<()> {
+        for chunk in values.chunks(1 << 12) {
+            let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();
+            self.write_all(&bytes)?;
+        }
+        Ok(())
     }
     pub fn bitmaps<'a>(
         &mut self,
@@ -198,9 +242,6 @@ impl<W: Write> Writer<W> {
             self.bitmap(b)?;
         }
         Ok(())
-    }
-    pub fn str_map(&mut self, map: &HashMap<Box<str>, RoaringBitmap>) -> io::Result<()> {
-        self.map(map, |w, k| w.str(k))
     }
 }
 
@@ -245,9 +286,6 @@ impl<R: Read> Reader<R> {
     pub fn i64(&mut self) -> Result<i64, LoadError> {
         Ok(i64::from_le_bytes(self.array()?))
     }
-    pub fn f64(&mut self) -> Result<f64, LoadError> {
-        Ok(f64::from_bits(self.u64()?))
-    }
     pub fn len(&mut self, what: &str) -> Result<usize, LoadError> {
         let n = self.u64()?;
         if n > MAX_COUNT {
@@ -271,6 +309,52 @@ impl<R: Read> Reader<R> {
         RoaringBitmap::deserialize_from(&mut *self)
             .map_err(|e| corrupt(format!("{what}: bad bitmap ({e})")))
     }
+    /// `n` bytes.
+    pub fn bytes(&mut self, n: usize) -> Result<Vec<u8>, LoadError> {
+        let mut b = vec![0u8; n];
+        self.read_exact(&mut b).map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => corrupt("the file ends early"),
+            _ => LoadError::Io(e),
+        })?;
+        Ok(b)
+    }
+    /// `n` values of `N` bytes each, decoded by `one`, read a block at a time.
+    fn column<T, const N: usize>(
+        &mut self,
+        n: usize,
+        one: impl Fn([u8; N]) -> T,
+    ) -> Result<Vec<T>, LoadError> {
+        let mut out = Vec::with_capacity(n);
+        let mut buf = vec![0u8; N * 8192];
+        let mut left = n;
+        while left > 0 {
+            let take = left.min(8192);
+            let bytes = &mut buf[..take * N];
+            self.read_exact(bytes).map_err(|e| match e.kind() {
+                io::ErrorKind::UnexpectedEof => corrupt("the file ends early"),
+                _ => LoadError::Io(e),
+            })?;
+            out.extend(bytes.chunks_exact(N).map(|c| {
+                let mut a = [0u8; N];
+                a.copy_from_slice(c);
+                one(a)
+            }));
+            left -= take;
+        }
+        Ok(out)
+    }
+    /// `n` `u32`s.
+    pub fn u32s(&mut self, n: usize) -> Result<Vec<u32>, LoadError> {
+        self.column(n, u32::from_le_bytes)
+    }
+    /// `n` `u16`s.
+    pub fn u16s(&mut self, n: usize) -> Result<Vec<u16>, LoadError> {
+        self.column(n, u16::from_le_bytes)
+    }
+    /// `n` `u128`s.
+    pub fn u128s(&mut self, n: usize) -> Result<Vec<u128>, LoadError> {
+        self.column(n, u128::from_le_bytes)
+    }
     pub fn bitmaps(&mut self, what: &str) -> Result<Vec<RoaringBitmap>, LoadError> {
         let n = self.len(what)?;
         (0..n).map(|_| self.bitmap(what)).collect()
@@ -290,9 +374,6 @@ impl<R: Read> Reader<R> {
             }
         }
         Ok(map)
-    }
-    pub fn str_map(&mut self, what: &str) -> Result<HashMap<Box<str>, RoaringBitmap>, LoadError> {
-        self.map(what, |r| r.str(what))
     }
     /// `n` fixed-size values.
     pub fn vec<T>(
@@ -339,32 +420,18 @@ impl EmbeddedIndex {
         w.i64(self.config.retention_secs)?;
         w.u64(self.config.max_host_only_results)?;
         w.len(self.keys.len())?;
-        for k in &self.keys {
-            w.write_all(&k.to_le_bytes())?;
-        }
+        w.u128s(&self.keys)?;
         w.len(self.service_host.len())?;
-        for s in &self.service_start {
-            w.u32(*s)?;
-        }
-        for h in &self.service_host {
-            w.u32(*h)?;
-        }
-        for (position, country) in &self.places {
-            let flags = u8::from(position.is_some())
-                | u8::from(position.is_some_and(|p| p.accuracy_radius_km.is_some())) << 1
-                | u8::from(country.is_some()) << 2;
-            w.u8(flags)?;
-            if let Some(p) = position {
-                w.f64(p.latitude)?;
-                w.f64(p.longitude)?;
-                if let Some(r) = p.accuracy_radius_km {
-                    w.u32(r)?;
-                }
-            }
-            if let Some(cc) = country {
-                w.write_all(cc.as_str().as_bytes())?;
-            }
-        }
+        w.u32s(&self.service_start)?;
+        w.u32s(&self.service_host)?;
+        let positions: Vec<u32> = self
+            .positions
+            .iter()
+            .flat_map(|(lat, lon)| [lat.cast_unsigned(), lon.cast_unsigned()])
+            .collect();
+        w.u32s(&positions)?;
+        drop(positions);
+        w.u16s(&self.countries)?;
         self.services.write(w)?;
         self.hosts.write(w)?;
         self.value_hosts.write(w)?;
@@ -427,46 +494,42 @@ impl EmbeddedIndex {
             )));
         }
         let hosts = r.len("hosts")?;
-        let keys = r.vec(hosts, |r| Ok(u128::from_le_bytes(r.array()?)))?;
+        let keys = r.u128s(hosts)?;
         if keys.windows(2).any(|w| w[0] >= w[1]) {
             return Err(corrupt("host keys out of order"));
         }
         let services = r.len("services")?;
-        let service_start = r.vec(hosts + 1, Reader::u32)?;
-        let service_host = r.vec(services, Reader::u32)?;
+        let service_start = r.u32s(hosts + 1)?;
+        let service_host = r.u32s(services)?;
         let ranges_ok = service_start.first() == Some(&0)
             && service_start.last().map(|l| *l as usize) == Some(services)
             && service_start.windows(2).all(|w| w[0] < w[1]);
         if !ranges_ok || service_host.iter().any(|h| *h as usize >= hosts) {
             return Err(corrupt("service ranges do not fit the hosts"));
         }
-        let places = r.vec(hosts, |r| {
-            let flags = r.u8()?;
-            if flags > 0b111 {
-                return Err(corrupt("place flags"));
-            }
-            let position = if flags & 1 == 1 {
-                Some(Position {
-                    latitude: r.f64()?,
-                    longitude: r.f64()?,
-                    accuracy_radius_km: if flags & 2 == 2 { Some(r.u32()?) } else { None },
-                })
-            } else {
-                None
-            };
-            let country = if flags & 4 == 4 {
-                let b = r.array::<2>()?;
-                let text = std::str::from_utf8(&b).map_err(|_| corrupt("country code"))?;
-                Some(CountryCode::parse(text).map_err(|_| corrupt("country code"))?)
-            } else {
-                None
-            };
-            Ok((position, country))
-        })?;
+        let positions = r.u32s(hosts * 2)?;
+        let positions: Vec<(i32, i32)> = positions
+            .chunks_exact(2)
+            .map(|p| (p[0].cast_signed(), p[1].cast_signed()))
+            .collect();
+        const DEGREES_180: i32 = 180_000_000;
+        if positions
+            .iter()
+            .any(|(lat, lon)| lat.abs() > DEGREES_180 || lon.abs() > DEGREES_180)
+        {
+            return Err(corrupt("a position beyond ±180°"));
+        }
+        let countries = r.u16s(hosts)?;
+        if countries
+            .iter()
+            .any(|c| *c != u16::MAX && super::facets::country_of_index(usize::from(*c)).is_none())
+        {
+            return Err(corrupt("a country id"));
+        }
         let service_postings = super::postings::ServicePostings::read(&mut r, services)?;
         let host_postings = super::postings::HostPostings::read(&mut r, hosts)?;
         let value_hosts = super::postings::ValueHosts::read(&mut r, hosts)?;
-        let place_ids = super::exposure::Places::read(&mut r, &places)?;
+        let place_ids = super::exposure::Places::read(&mut r, &countries)?;
         let expiry = super::expiry::Expiry::read(&mut r, hosts)?;
         let computed = r.sum.finish();
         let stored = u64::from_le_bytes(r.array::<8>()?);
@@ -485,11 +548,8 @@ impl EmbeddedIndex {
             records: Records::Store(Box::new(snapshot)),
             service_start,
             service_host,
-            countries: places
-                .iter()
-                .map(|(_, cc)| super::facets::country_id(*cc))
-                .collect(),
-            places,
+            countries,
+            positions,
             services: service_postings,
             hosts: host_postings,
             value_hosts,

@@ -19,6 +19,7 @@ use periscope_query::{Clause, Phrase};
 use roaring::RoaringBitmap;
 
 use super::persist::{LoadError, Reader, Writer};
+use super::strings::StrPostings;
 use crate::reference::matching::{comparable_name, contains_run, enrichment, words};
 use crate::store::{HostRecord, StoredService};
 
@@ -36,9 +37,9 @@ pub(super) struct ServicePostings {
     /// By protocol-registry index.
     protocol: Vec<RoaringBitmap>,
     /// Lowercased words of product titles.
-    product_words: HashMap<Box<str>, RoaringBitmap>,
+    product_words: StrPostings,
     /// Lowercased product CPEs.
-    cpe: HashMap<Box<str>, RoaringBitmap>,
+    cpe: StrPostings,
     cve: HashMap<CveId, RoaringBitmap>,
     /// By maximum CVSS in tenths, 0..=100.
     cvss: Vec<RoaringBitmap>,
@@ -49,7 +50,7 @@ pub(super) struct ServicePostings {
     /// Index 0: exploit flag false; 1: true (services with a vulnerability summary only).
     exploit: [RoaringBitmap; 2],
     /// Comparable certificate names of services eligible for `certificate.name:`.
-    certificate_names: HashMap<Box<str>, RoaringBitmap>,
+    certificate_names: StrPostings,
     /// Per port: its services preceded, in their host, by another service on that port.
     port_repeats: HashMap<Port, RoaringBitmap>,
     /// Per protocol-registry index: its services preceded, in their host, by another service
@@ -70,6 +71,7 @@ pub(super) struct ServiceColumns {
     pub title: Vec<u32>,
     /// The distinct product titles.
     pub titles: Vec<Box<str>>,
+    /// While building: the id of each title seen (empty once finished or loaded).
     title_ids: HashMap<Box<str>, u32>,
     /// Per lowercased word: the titles (ids) holding it (derived from `titles`).
     pub title_words: HashMap<Box<str>, RoaringBitmap>,
@@ -94,14 +96,10 @@ impl ServicePostings {
         let mut title = NONE_U32;
         if let Some(product) = &s.product {
             for word in words(&product.title) {
-                insert(&mut self.product_words, word.into_boxed_str(), ordinal);
+                self.product_words.insert(&word, ordinal);
             }
             if let Some(cpe) = &product.cpe {
-                insert(
-                    &mut self.cpe,
-                    cpe.as_str().to_lowercase().into_boxed_str(),
-                    ordinal,
-                );
+                self.cpe.insert(&cpe.as_str().to_lowercase(), ordinal);
             }
             title = columns.title_id(&product.title);
         }
@@ -145,10 +143,27 @@ impl ServicePostings {
                 let name = comparable_name(name);
                 // A query name cannot hold a wildcard, so wildcard names never match.
                 if !name.starts_with("*.") {
-                    insert(&mut self.certificate_names, name.into_boxed_str(), ordinal);
+                    self.certificate_names.insert(&name, ordinal);
                 }
             }
         }
+    }
+
+    /// Ends the build: the text postings frozen, build-only lookups dropped, spare capacity
+    /// returned.
+    pub fn finish(&mut self) -> Result<(), super::strings::TooLong> {
+        self.product_words.freeze()?;
+        self.cpe.freeze()?;
+        self.certificate_names.freeze()?;
+        let c = &mut self.columns;
+        c.title_ids = HashMap::new();
+        c.port.shrink_to_fit();
+        c.protocol.shrink_to_fit();
+        c.title.shrink_to_fit();
+        c.titles.shrink_to_fit();
+        c.band.shrink_to_fit();
+        c.exploit.shrink_to_fit();
+        Ok(())
     }
 
     /// Records the services of one host, ordinals `services` (already [added](Self::add)):
@@ -186,8 +201,18 @@ impl ServicePostings {
             Clause::Port(p) => self.port.get(p),
             Clause::Protocol(t) => self.protocol.get(t.index()),
             Clause::Product(phrase) => return self.product(phrase),
-            Clause::CertificateName(name) => self.certificate_names.get(name.as_str()),
-            Clause::Cpe(cpe) => self.cpe.get(cpe.as_str().to_lowercase().as_str()),
+            Clause::CertificateName(name) => {
+                return self
+                    .certificate_names
+                    .get(name.as_str())
+                    .unwrap_or_default();
+            }
+            Clause::Cpe(cpe) => {
+                return self
+                    .cpe
+                    .get(cpe.as_str().to_lowercase().as_str())
+                    .unwrap_or_default();
+            }
             Clause::Cve(id) => self.cve.get(id),
             Clause::Cvss(range) => {
                 return self.cvss_range(range.min().tenths(), range.max().tenths());
@@ -267,12 +292,14 @@ impl ServicePostings {
     /// without words).
     fn product(&self, phrase: &Phrase) -> Cow<'_, RoaringBitmap> {
         let wanted = words(phrase.as_str());
-        let postings: Option<Vec<&RoaringBitmap>> = wanted
+        let postings: Option<Vec<Cow<'_, RoaringBitmap>>> = wanted
             .iter()
             .map(|w| self.product_words.get(w.as_str()))
             .collect();
         match postings {
-            Some(p) if !p.is_empty() => Cow::Owned(intersect(p)),
+            Some(p) if !p.is_empty() => {
+                Cow::Owned(intersect(p.iter().map(AsRef::as_ref).collect()))
+            }
             _ => Cow::Owned(RoaringBitmap::new()),
         }
     }
@@ -286,13 +313,13 @@ impl ServicePostings {
         columns
             + map_bytes(&self.port)
             + self.protocol.iter().map(bitmap_bytes).sum::<usize>()
-            + map_bytes(&self.product_words)
-            + map_bytes(&self.cpe)
+            + self.product_words.heap_bytes()
+            + self.cpe.heap_bytes()
             + map_bytes(&self.cve)
             + self.cvss.iter().map(bitmap_bytes).sum::<usize>()
             + self.cvss_from.iter().map(bitmap_bytes).sum::<usize>()
             + self.exploit.iter().map(bitmap_bytes).sum::<usize>()
-            + map_bytes(&self.certificate_names)
+            + self.certificate_names.heap_bytes()
             + map_bytes(&self.port_repeats)
             + self
                 .protocol_repeats
@@ -307,8 +334,8 @@ impl ServicePostings {
     pub fn write<W: std::io::Write>(&self, w: &mut Writer<W>) -> std::io::Result<()> {
         w.map(&self.port, |w, p| w.u16(p.get()))?;
         w.bitmaps(self.protocol.iter())?;
-        w.str_map(&self.product_words)?;
-        w.str_map(&self.cpe)?;
+        self.product_words.write(w)?;
+        self.cpe.write(w)?;
         w.map(&self.cve, |w, id| {
             w.u16(id.year())?;
             w.u32(id.number())
@@ -316,19 +343,21 @@ impl ServicePostings {
         w.bitmaps(self.cvss.iter())?;
         w.bitmaps(self.cvss_from.iter())?;
         w.bitmaps(self.exploit.iter())?;
-        w.str_map(&self.certificate_names)?;
+        self.certificate_names.write(w)?;
         w.map(&self.port_repeats, |w, p| w.u16(p.get()))?;
         w.bitmaps(self.protocol_repeats.iter())?;
         let c = &self.columns;
-        for p in &c.port {
-            w.u16(p.get())?;
-        }
-        for t in &c.protocol {
-            w.u8(u8::try_from(t.index()).unwrap_or(u8::MAX))?;
-        }
-        for t in &c.title {
-            w.u32(*t)?;
-        }
+        let ports: Vec<u16> = c.port.iter().map(|p| p.get()).collect();
+        w.u16s(&ports)?;
+        drop(ports);
+        let protocols: Vec<u8> = c
+            .protocol
+            .iter()
+            .map(|t| u8::try_from(t.index()).unwrap_or(u8::MAX))
+            .collect();
+        w.write_all(&protocols)?;
+        drop(protocols);
+        w.u32s(&c.title)?;
         w.len(c.titles.len())?;
         for t in &c.titles {
             w.str(t)?;
@@ -347,8 +376,8 @@ impl ServicePostings {
         if protocol.len() > periscope_model::ProtocolToken::all().count() {
             return Err(bad("more protocol postings than protocols"));
         }
-        let product_words = r.str_map("product words")?;
-        let cpe = r.str_map("CPE postings")?;
+        let product_words = StrPostings::read(r, "product words", services)?;
+        let cpe = StrPostings::read(r, "CPE postings", services)?;
         let cve = r.map("CVE postings", |r| {
             let (year, number) = (r.u16()?, r.u32()?);
             CveId::from_parts(year, number).ok_or_else(|| bad("a CVE key"))
@@ -365,7 +394,7 @@ impl ServicePostings {
         let (Some(no), Some(yes), None) = (exploit.next(), exploit.next(), exploit.next()) else {
             return Err(bad("exploit postings"));
         };
-        let certificate_names = r.str_map("certificate names")?;
+        let certificate_names = StrPostings::read(r, "certificate names", services)?;
         let port_repeats = r.map("port repeats", |r| {
             Port::new(r.u16()?).map_err(|_| bad("a port key"))
         })?;
@@ -382,16 +411,24 @@ impl ServicePostings {
         {
             return Err(bad("a posting names a service the index does not have"));
         }
-        let port_column = r.vec(services, |r| {
-            Port::new(r.u16()?).map_err(|_| bad("a port column value"))
-        })?;
-        let protocol_column = r.vec(services, |r| {
-            let i = r.u8()?;
-            periscope_model::ProtocolToken::all()
-                .nth(usize::from(i))
-                .ok_or_else(|| bad("a protocol column value"))
-        })?;
-        let title = r.vec(services, Reader::u32)?;
+        let port_column = r
+            .u16s(services)?
+            .into_iter()
+            .map(|p| Port::new(p).map_err(|_| bad("a port column value")))
+            .collect::<Result<Vec<Port>, _>>()?;
+        let tokens: Vec<periscope_model::ProtocolToken> =
+            periscope_model::ProtocolToken::all().collect();
+        let protocol_column = r
+            .bytes(services)?
+            .into_iter()
+            .map(|i| {
+                tokens
+                    .get(usize::from(i))
+                    .copied()
+                    .ok_or_else(|| bad("a protocol column value"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let title = r.u32s(services)?;
         let count = r.len("titles")?;
         let titles: Vec<Box<str>> = r.vec(count, |r| r.str("a title"))?;
         if title
@@ -400,13 +437,9 @@ impl ServicePostings {
         {
             return Err(bad("a title column value"));
         }
-        let band = r.vec(services, Reader::u8)?;
-        let exploit_column = r.vec(services, Reader::u8)?;
-        let title_ids = titles
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.clone(), u32::try_from(i).unwrap_or(NONE_U32)))
-            .collect();
+        let band = r.bytes(services)?;
+        let exploit_column = r.bytes(services)?;
+        let title_ids = HashMap::new();
         let mut title_words = HashMap::new();
         for (i, t) in titles.iter().enumerate() {
             for word in words(t) {
@@ -641,14 +674,16 @@ pub(super) struct HostPostings {
     asn: HashMap<Asn, RoaringBitmap>,
     /// Stored domain, DNS name and (IPv4) reverse-DNS names, under the name and under each
     /// of its parent domains.
-    names: HashMap<Box<str>, RoaringBitmap>,
+    names: StrPostings,
     /// The distinct organization values of the six evidence sources.
     organizations: Vec<Box<str>>,
+    /// While building: the id of each organization value seen (empty once finished or
+    /// loaded).
     organization_ids: HashMap<Box<str>, u32>,
     /// Per organization value: the hosts holding it in any source.
     organization_hosts: Vec<RoaringBitmap>,
     /// Per word: the organization values (not hosts) holding it.
-    organization_words: HashMap<Box<str>, RoaringBitmap>,
+    organization_words: StrPostings,
 }
 
 impl HostPostings {
@@ -673,7 +708,7 @@ impl HostPostings {
         for name in stored {
             let mut suffix = name.as_str();
             loop {
-                insert(&mut self.names, suffix.into(), ordinal);
+                self.names.insert(suffix, ordinal);
                 match suffix.split_once('.') {
                     Some((_, parent)) => suffix = parent,
                     None => break,
@@ -688,6 +723,16 @@ impl HostPostings {
         }
     }
 
+    /// Ends the build: the text postings frozen, build-only lookups dropped.
+    pub fn finish(&mut self) -> Result<(), super::strings::TooLong> {
+        self.names.freeze()?;
+        self.organization_words.freeze()?;
+        self.organization_ids = HashMap::new();
+        self.organizations.shrink_to_fit();
+        self.organization_hosts.shrink_to_fit();
+        Ok(())
+    }
+
     fn organization_id(&mut self, value: &str) -> u32 {
         if let Some(id) = self.organization_ids.get(value) {
             return *id;
@@ -697,7 +742,7 @@ impl HostPostings {
         self.organization_ids.insert(value.into(), id);
         self.organization_hosts.push(RoaringBitmap::new());
         for word in words(value) {
-            insert(&mut self.organization_words, word.into_boxed_str(), id);
+            self.organization_words.insert(&word, id);
         }
         id
     }
@@ -719,18 +764,18 @@ impl HostPostings {
 
     /// Hosts with a stored domain, DNS name or reverse-DNS name equal to `name` or under it.
     pub fn names_within(&self, name: &str) -> Cow<'_, RoaringBitmap> {
-        borrowed_or_empty(self.names.get(name))
+        self.names.get(name).unwrap_or_default()
     }
 
     /// Hosts where the phrase stands as a contiguous run in one of the organization values.
     pub fn organization(&self, phrase: &Phrase) -> RoaringBitmap {
         let wanted = words(phrase.as_str());
-        let postings: Option<Vec<&RoaringBitmap>> = wanted
+        let postings: Option<Vec<Cow<'_, RoaringBitmap>>> = wanted
             .iter()
             .map(|w| self.organization_words.get(w.as_str()))
             .collect();
         let candidates = match postings {
-            Some(p) if !p.is_empty() => intersect(p),
+            Some(p) if !p.is_empty() => intersect(p.iter().map(AsRef::as_ref).collect()),
             _ => return RoaringBitmap::new(),
         };
         candidates
@@ -748,13 +793,13 @@ impl HostPostings {
     pub fn write<W: std::io::Write>(&self, w: &mut Writer<W>) -> std::io::Result<()> {
         w.map(&self.country, |w, cc| w.write_all(cc.as_str().as_bytes()))?;
         w.map(&self.asn, |w, a| w.u32(a.get()))?;
-        w.str_map(&self.names)?;
+        self.names.write(w)?;
         w.len(self.organizations.len())?;
         for v in &self.organizations {
             w.str(v)?;
         }
         w.bitmaps(self.organization_hosts.iter())?;
-        w.str_map(&self.organization_words)
+        self.organization_words.write(w)
     }
 
     /// Reads what [`Self::write`] wrote, for `hosts` hosts.
@@ -770,29 +815,21 @@ impl HostPostings {
         let asn = r.map("ASN postings", |r| {
             Asn::new(r.u32()?).map_err(|_| bad("an ASN key"))
         })?;
-        let names = r.str_map("name postings")?;
+        let names = StrPostings::read(r, "name postings", hosts)?;
         let count = r.len("organizations")?;
         let organizations: Vec<Box<str>> = r.vec(count, |r| r.str("an organization"))?;
         let organization_hosts = r.bitmaps("organization hosts")?;
         if organization_hosts.len() != organizations.len() {
             return Err(bad("organization hosts do not match the organizations"));
         }
-        let organization_words = r.str_map("organization words")?;
+        let organization_words =
+            StrPostings::read(r, "organization words", organization_hosts.len())?;
         let beyond = |b: &RoaringBitmap| b.max().is_some_and(|m| m as usize >= hosts);
-        if country
-            .values()
-            .chain(asn.values())
-            .chain(names.values())
-            .any(beyond)
-            || organization_hosts.iter().any(beyond)
+        if country.values().chain(asn.values()).any(beyond) || organization_hosts.iter().any(beyond)
         {
             return Err(bad("a host posting names a host the index does not have"));
         }
-        let organization_ids = organizations
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (v.clone(), u32::try_from(i).unwrap_or(NONE_U32)))
-            .collect();
+        let organization_ids = HashMap::new();
         Ok(Self {
             country,
             asn,
@@ -808,7 +845,7 @@ impl HostPostings {
     pub fn heap_bytes(&self) -> usize {
         map_bytes(&self.country)
             + map_bytes(&self.asn)
-            + map_bytes(&self.names)
+            + self.names.heap_bytes()
             + self
                 .organizations
                 .iter()
@@ -819,7 +856,7 @@ impl HostPostings {
                 .iter()
                 .map(bitmap_bytes)
                 .sum::<usize>()
-            + map_bytes(&self.organization_words)
+            + self.organization_words.heap_bytes()
     }
 }
 
