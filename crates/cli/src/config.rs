@@ -29,9 +29,9 @@ mod tests {
         })
     }
 
-    /// `periscope --help` stays true to the key table: each flag that sets a key says which key
-    /// and which variable it overrides, and each help that says it overrides a variable names
-    /// a flag that sets that variable's key.
+    /// `periscope --help` stays true to the key table: each flag declared for a key is taken by
+    /// a command whose help says which key and variable it overrides, and each help that says
+    /// it overrides a key's variable belongs to a flag declared for that key.
     #[test]
     fn each_flag_help_names_its_key_and_variable() {
         let mut all = Vec::new();
@@ -39,18 +39,15 @@ mod tests {
         let reference = super::reference();
         for key in reference.iter().filter(|k| !k.flags.is_empty()) {
             for flag in key.flags {
-                let helps: Vec<&String> = all
-                    .iter()
-                    .filter(|(long, _)| long == flag)
-                    .map(|(_, help)| help)
-                    .collect();
-                assert!(!helps.is_empty(), "no command takes {flag}");
-                for help in helps {
-                    assert!(
-                        help.contains(&key.key) && mentions(help, &key.env),
-                        "{flag}: {help}"
-                    );
-                }
+                // `signin --listen` is the sign-in service's own address, not the key.
+                assert!(
+                    all.iter().any(|(long, help)| long == flag
+                        && help.contains(&key.key)
+                        && mentions(help, &key.env)),
+                    "no help of {flag} names {} and {}",
+                    key.key,
+                    key.env
+                );
             }
         }
         for (flag, help) in &all {
