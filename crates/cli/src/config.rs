@@ -2,3 +2,60 @@
 //! library builds from it); this module keeps the commands' `crate::config::…` paths.
 
 pub(crate) use periscope_server::config::*;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
+
+    use clap::CommandFactory as _;
+
+    /// Every argument of `command` and its subcommands, as (long flag, help).
+    fn flags(command: &clap::Command, into: &mut Vec<(String, String)>) {
+        for arg in command.get_arguments() {
+            if let Some(long) = arg.get_long() {
+                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                into.push((format!("--{long}"), help));
+            }
+        }
+        for sub in command.get_subcommands() {
+            flags(sub, into);
+        }
+    }
+
+    /// Whether `text` has the variable `name` (not just a longer name it begins).
+    fn mentions(text: &str, name: &str) -> bool {
+        text.match_indices(name).any(|(at, _)| {
+            !text[at + name.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        })
+    }
+
+    /// `periscope --help` stays true to the key table: each flag declared for a key is taken by
+    /// a command whose help says which key and variable it overrides, and each help that says
+    /// it overrides a key's variable belongs to a flag declared for that key.
+    #[test]
+    fn each_flag_help_names_its_key_and_variable() {
+        let mut all = Vec::new();
+        flags(&crate::Cli::command(), &mut all);
+        let reference = super::reference();
+        for key in reference.iter().filter(|k| !k.flags.is_empty()) {
+            for flag in key.flags {
+                // `signin --listen` is the sign-in service's own address, not the key.
+                assert!(
+                    all.iter().any(|(long, help)| long == flag
+                        && help.contains(&key.key)
+                        && mentions(help, &key.env)),
+                    "no help of {flag} names {} and {}",
+                    key.key,
+                    key.env
+                );
+            }
+        }
+        for (flag, help) in &all {
+            for key in reference.iter().filter(|k| mentions(help, &k.env)) {
+                if help.contains("overrides") {
+                    assert!(key.flags.contains(&flag.as_str()), "{flag}: {help}");
+                }
+            }
+        }
+    }
+}

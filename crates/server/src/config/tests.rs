@@ -1,0 +1,760 @@
+//! The configuration tests: defaults, each source (file, environment, flag) and its error
+//! messages, and the reference (`docs/configuration.md`) against the key table.
+
+#![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
+
+use std::collections::HashMap;
+
+use super::*;
+
+/// A fake environment.
+fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let vars: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |name| vars.get(name).cloned()
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+/// A configuration file with `text`, in a directory of its own.
+fn file(test: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("periscope-config-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("periscope.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The message of a failing load.
+fn error(path: Option<&Path>, vars: &[(&str, &str)]) -> String {
+    Config::load(path, env(vars)).unwrap_err().to_string()
+}
+
+#[test]
+fn defaults() {
+    let c = Config::load(None, no_env).unwrap();
+    assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+    assert_eq!(c.data, PathBuf::from("./data"));
+    assert_eq!(c.database_url, None);
+    assert_eq!(c.log_format, LogFormat::Text);
+    let l = &c.limits;
+    assert_eq!(l.daily_searches, DailyLimit::Limited(20));
+    assert_eq!(
+        (l.searches_per_account, l.searches_total),
+        (2, 32),
+        "concurrency"
+    );
+    assert_eq!(l.search_timeout, Duration::from_millis(10_000));
+    assert_eq!(l.cursor_lifetime, Duration::from_secs(600));
+    assert_eq!((l.rate_per_sec, l.rate_burst), (10, 20));
+    assert_eq!(l.max_search_hosts, 10_000);
+    assert_eq!(l.retention_days, 30);
+    assert!(c.dns.servers.is_empty());
+    assert_eq!(c.dns.timeout, Duration::from_millis(2_000));
+    assert_eq!(c.index_config(), IndexConfig::default());
+    assert_eq!(c.database_acquire_timeout, Duration::from_millis(2_000));
+    assert_eq!(c.http.header_timeout, Duration::from_secs(10));
+    assert_eq!(c.http.idle_timeout, Duration::from_secs(60));
+    assert_eq!(c.http.body_timeout, Duration::from_secs(30));
+    assert_eq!(c.http.max_connections, 10_000);
+}
+
+#[test]
+fn file_values() {
+    let path = file(
+        "values",
+        r#"
+listen = "[::1]:9000"
+data = "/var/lib/periscope"
+database_url = "postgres://periscope@db/periscope"
+log_format = "json"
+
+[limits]
+daily_searches = "unlimited"
+searches_per_account = 4
+searches_total = 64
+search_timeout_ms = 5_000
+cursor_lifetime_secs = 120
+rate_per_sec = 5
+rate_burst = 0x0a
+max_search_hosts = 50000
+retention_days = 7
+
+[dns]
+servers = ["192.0.2.53", "[2001:db8::53]:5353", "198.51.100.1:53"]
+timeout_ms = 500
+"#,
+    );
+    let c = Config::load(Some(&path), no_env).unwrap();
+    assert_eq!(c.listen.to_string(), "[::1]:9000");
+    assert_eq!(c.data, PathBuf::from("/var/lib/periscope"));
+    assert_eq!(
+        c.database_url.as_deref(),
+        Some("postgres://periscope@db/periscope")
+    );
+    assert_eq!(c.log_format, LogFormat::Json);
+    let l = &c.limits;
+    assert_eq!(l.daily_searches, DailyLimit::Unlimited);
+    assert_eq!((l.searches_per_account, l.searches_total), (4, 64));
+    assert_eq!(l.search_timeout, Duration::from_secs(5));
+    assert_eq!(l.cursor_lifetime, Duration::from_secs(120));
+    assert_eq!((l.rate_per_sec, l.rate_burst), (5, 10));
+    assert_eq!(l.max_search_hosts, 50_000);
+    assert_eq!(l.retention_days, 7);
+    let servers: Vec<String> = c.dns.servers.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        servers,
+        ["192.0.2.53:53", "[2001:db8::53]:5353", "198.51.100.1:53"]
+    );
+    assert_eq!(c.dns.timeout, Duration::from_millis(500));
+    assert_eq!(c.index_config().retention_secs, 7 * 86_400);
+}
+
+#[test]
+fn dotted_keys_and_inline_tables_are_sections_too() {
+    let path = file(
+        "dotted",
+        "limits.daily_searches = 3\ndns = { timeout_ms = 10 }\n",
+    );
+    let c = Config::load(Some(&path), no_env).unwrap();
+    assert_eq!(c.limits.daily_searches, DailyLimit::Limited(3));
+    assert_eq!(c.dns.timeout, Duration::from_millis(10));
+}
+
+#[test]
+fn http_and_database_timeouts() {
+    let path = file(
+        "http",
+        "database_acquire_timeout_ms = 500\n[http]\nheader_timeout_ms = 1_500\n\
+         idle_timeout_secs = 5\nbody_timeout_ms = 700\nmax_connections = 64\n",
+    );
+    let c = Config::load(
+        Some(&path),
+        env(&[("PERISCOPE_HTTP_MAX_CONNECTIONS", "32")]),
+    )
+    .unwrap();
+    assert_eq!(c.database_acquire_timeout, Duration::from_millis(500));
+    assert_eq!(c.http.header_timeout, Duration::from_millis(1_500));
+    assert_eq!(c.http.idle_timeout, Duration::from_secs(5));
+    assert_eq!(c.http.body_timeout, Duration::from_millis(700));
+    assert_eq!(c.http.max_connections, 32);
+    let e = error(None, &[("PERISCOPE_HTTP_HEADER_TIMEOUT_MS", "0")]);
+    assert!(e.contains("`http.header_timeout_ms`"), "{e}");
+    let e = error(None, &[("PERISCOPE_DATABASE_ACQUIRE_TIMEOUT_MS", "soon")]);
+    assert!(e.contains("`database_acquire_timeout_ms`"), "{e}");
+}
+
+#[test]
+fn environment_overrides_the_file() {
+    let path = file(
+        "env",
+        "data = \"/from/file\"\nlisten = \"0.0.0.0:80\"\n[limits]\ndaily_searches = 5\n",
+    );
+    let c = Config::load(
+        Some(&path),
+        env(&[
+            ("PERISCOPE_DATA", "/from/env"),
+            ("PERISCOPE_DATABASE_URL", "postgres://u@h/d"),
+            ("PERISCOPE_LIMITS_DAILY_SEARCHES", "7"),
+            ("PERISCOPE_LIMITS_MAX_SEARCH_HOSTS", "1_000"),
+            ("PERISCOPE_DNS_SERVERS", "192.0.2.1, 192.0.2.2:5353"),
+            ("PERISCOPE_LOG_FORMAT", "json"),
+            // Empty counts as unset: the file's value stays.
+            ("PERISCOPE_LISTEN", ""),
+            // Not a key: ignored.
+            ("PERISCOPE_TEST_POSTGRES_URL", "postgres://x"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.data, PathBuf::from("/from/env"));
+    assert_eq!(c.listen.to_string(), "0.0.0.0:80");
+    assert_eq!(c.database_url.as_deref(), Some("postgres://u@h/d"));
+    assert_eq!(c.limits.daily_searches, DailyLimit::Limited(7));
+    assert_eq!(c.limits.max_search_hosts, 1_000);
+    assert_eq!(c.dns.servers.len(), 2);
+    assert_eq!(c.log_format, LogFormat::Json);
+}
+
+#[test]
+fn every_key_has_its_environment_variable() {
+    let names: Vec<String> = keys().map(Key::env_name).collect();
+    assert_eq!(
+        names,
+        [
+            "PERISCOPE_LISTEN",
+            "PERISCOPE_DATA",
+            "PERISCOPE_DATABASE_URL",
+            "PERISCOPE_DATABASE_ACQUIRE_TIMEOUT_MS",
+            "PERISCOPE_LOG_FORMAT",
+            "PERISCOPE_PUBLIC_URL",
+            "PERISCOPE_LIMITS_DAILY_SEARCHES",
+            "PERISCOPE_LIMITS_SEARCHES_PER_ACCOUNT",
+            "PERISCOPE_LIMITS_SEARCHES_TOTAL",
+            "PERISCOPE_LIMITS_SEARCH_TIMEOUT_MS",
+            "PERISCOPE_LIMITS_CURSOR_LIFETIME_SECS",
+            "PERISCOPE_LIMITS_RATE_PER_SEC",
+            "PERISCOPE_LIMITS_RATE_BURST",
+            "PERISCOPE_LIMITS_MAX_SEARCH_HOSTS",
+            "PERISCOPE_LIMITS_RETENTION_DAYS",
+            "PERISCOPE_DNS_SERVERS",
+            "PERISCOPE_DNS_TIMEOUT_MS",
+            "PERISCOPE_HTTP_HEADER_TIMEOUT_MS",
+            "PERISCOPE_HTTP_IDLE_TIMEOUT_SECS",
+            "PERISCOPE_HTTP_BODY_TIMEOUT_MS",
+            "PERISCOPE_HTTP_MAX_CONNECTIONS",
+            "PERISCOPE_HTTP_TRUSTED_PROXIES",
+            "PERISCOPE_SIGNIN_SMTP_HOST",
+            "PERISCOPE_SIGNIN_SMTP_PORT",
+            "PERISCOPE_SIGNIN_SMTP_TLS",
+            "PERISCOPE_SIGNIN_SMTP_USERNAME",
+            "PERISCOPE_SIGNIN_SMTP_PASSWORD_FILE",
+            "PERISCOPE_SIGNIN_SMTP_CA_FILE",
+            "PERISCOPE_SIGNIN_MAIL_FROM",
+            "PERISCOPE_SIGNIN_TERMS_VERSION",
+            "PERISCOPE_SIGNIN_CLIENT_IP_HEADER",
+            "PERISCOPE_SIGNIN_DATABASE_ACQUIRE_TIMEOUT_MS",
+            "PERISCOPE_WEB_ISSUER",
+            "PERISCOPE_WEB_CLIENT_ID",
+            "PERISCOPE_WEB_CLIENT_SECRET",
+            "PERISCOPE_WEB_CA_FILE",
+            "PERISCOPE_WEB_ORGANIZATION_CLAIM",
+            "PERISCOPE_WEB_DEFAULT_ORGANIZATION",
+            "PERISCOPE_WEB_ALLOWED_EMAIL_DOMAINS",
+            "PERISCOPE_ENRICH_GEOIP_CITY",
+            "PERISCOPE_ENRICH_GEOIP_ASN",
+            "PERISCOPE_ENRICH_ASN_TABLE",
+            "PERISCOPE_INDEX_URL",
+            "PERISCOPE_INDEX_CA_FILE",
+            "PERISCOPE_INDEX_PASSWORD_FILE",
+            "PERISCOPE_INDEX_TIMEOUT_MS",
+            "PERISCOPE_INDEX_MEMORY_LIMIT_MB",
+        ]
+    );
+    assert_eq!(
+        periscope_state::DATABASE_URL_ENV,
+        declare::find(None, "database_url").unwrap().env_name()
+    );
+    // The reference lists every key and its variable.
+    // Read from the running test's crate directory (a shared build directory may have
+    // compiled this binary in another checkout).
+    let crate_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from);
+    let doc = std::fs::read_to_string(crate_dir.join("../../docs/configuration.md")).unwrap();
+    for key in keys() {
+        assert!(doc.contains(&format!("`{}`", key.name)), "{}", key.dotted());
+        assert!(doc.contains(&key.env_name()), "{}", key.env_name());
+    }
+}
+
+#[test]
+fn signin_relay_settings_and_the_password_from_the_environment_only() {
+    let path = file(
+        "relay",
+        "[signin]\nsmtp_host = \"smtp.example\"\nsmtp_tls = \"starttls\"\n\
+         smtp_username = \"periscope\"\nsmtp_ca_file = \"/etc/periscope/ca.pem\"\n",
+    );
+    let c = Config::load(
+        Some(&path),
+        env(&[
+            ("PERISCOPE_SIGNIN_SMTP_PASSWORD", "from-the-environment"),
+            ("PERISCOPE_SIGNIN_SMTP_PASSWORD_FILE", "/run/secrets/smtp"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.signin.smtp_tls, periscope_signin::SmtpTls::Starttls);
+    assert_eq!(c.signin.smtp_username.as_deref(), Some("periscope"));
+    assert_eq!(
+        c.signin.smtp_password,
+        Some(Secret("from-the-environment".into()))
+    );
+    assert!(!format!("{c:?}").contains("from-the-environment"));
+    assert_eq!(
+        c.signin.smtp_password_file.as_deref(),
+        Some(Path::new("/run/secrets/smtp"))
+    );
+    assert_eq!(
+        c.signin.smtp_ca_file.as_deref(),
+        Some(Path::new("/etc/periscope/ca.pem"))
+    );
+    assert_eq!(
+        Config::load(None, env(&[])).unwrap().signin.smtp_tls,
+        periscope_signin::SmtpTls::Opportunistic
+    );
+    // The password itself is no key of the file.
+    let path = file("relay-password", "[signin]\nsmtp_password = \"hunter22\"\n");
+    let e = Config::load(Some(&path), env(&[])).unwrap_err().to_string();
+    assert!(e.contains("signin.smtp_password"), "{e}");
+    let e = Config::load(None, env(&[("PERISCOPE_SIGNIN_SMTP_TLS", "ssl")]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("none, opportunistic, starttls, tls"), "{e}");
+}
+
+#[test]
+fn signin_proxy_header_and_acquire_timeout() {
+    let none = ConfigArgs {
+        config: None,
+        data: None,
+        database_url: None,
+    };
+    let c = none
+        .load_with(env(&[
+            ("PERISCOPE_SIGNIN_CLIENT_IP_HEADER", "X-Forwarded-For"),
+            ("PERISCOPE_SIGNIN_DATABASE_ACQUIRE_TIMEOUT_MS", "500"),
+        ]))
+        .unwrap();
+    assert_eq!(
+        c.signin.client_ip_header.as_deref(),
+        Some("X-Forwarded-For")
+    );
+    assert_eq!(c.signin.database_acquire_timeout_ms, Some(500));
+    for (key, bad) in [
+        ("PERISCOPE_SIGNIN_CLIENT_IP_HEADER", "not a header"),
+        ("PERISCOPE_SIGNIN_DATABASE_ACQUIRE_TIMEOUT_MS", "0"),
+        ("PERISCOPE_SIGNIN_DATABASE_ACQUIRE_TIMEOUT_MS", "60001"),
+    ] {
+        let e = none.load_with(env(&[(key, bad)])).unwrap_err().to_string();
+        assert!(e.contains(key), "{e}");
+    }
+}
+
+#[test]
+fn flags_override_the_environment() {
+    let path = file("flags", "data = \"/from/file\"\n");
+    let args = ConfigArgs {
+        config: Some(path),
+        data: Some("/from/flag".into()),
+        database_url: Some("postgres://flag@h/d".into()),
+    };
+    let c = args
+        .load_with(env(&[
+            ("PERISCOPE_DATA", "/from/env"),
+            ("PERISCOPE_DATABASE_URL", "postgres://env@h/d"),
+        ]))
+        .unwrap();
+    assert_eq!(c.data, PathBuf::from("/from/flag"));
+    assert_eq!(c.database_url.as_deref(), Some("postgres://flag@h/d"));
+
+    let mut c = Config::default();
+    c.apply_flag("listen", "--listen", "10.0.0.1:81").unwrap();
+    assert_eq!(c.listen.to_string(), "10.0.0.1:81");
+    let e = c.apply_flag("listen", "--listen", "localhost").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "bad value for `listen` in the command-line flag --listen: expected an IP address \
+         and port such as 127.0.0.1:8080 or [::1]:8080, found \"localhost\""
+    );
+}
+
+#[test]
+fn unknown_keys_are_errors_naming_key_and_file() {
+    let path = file(
+        "unknown",
+        "listen = \"127.0.0.1:1\"\n\n[limits]\ndaily_search = 5\n",
+    );
+    let e = error(Some(&path), &[]);
+    assert!(
+        e.starts_with(&format!(
+            "unknown configuration key `limits.daily_search` in the configuration file {} \
+             (line 4); known keys: limits.daily_searches, ",
+            path.display()
+        )),
+        "{e}"
+    );
+    let path = file("unknown-top", "lisen = \"127.0.0.1:1\"\n");
+    let e = error(Some(&path), &[]);
+    assert!(e.contains("key `lisen` in the configuration file"), "{e}");
+    assert!(
+        e.contains("(line 1)") && e.contains("[limits], [dns]"),
+        "{e}"
+    );
+    let path = file("unknown-section", "[limit]\ndaily_searches = 5\n");
+    let e = error(Some(&path), &[]);
+    assert!(e.contains("key `limit` in"), "{e}");
+}
+
+#[test]
+fn bad_values_name_key_source_and_expectation() {
+    let path = file("bad", "[limits]\nsearches_total = \"32\"\n");
+    assert_eq!(
+        error(Some(&path), &[]),
+        format!(
+            "bad value for `limits.searches_total` in the configuration file {} (line 2): \
+             expected a whole number from 1 to 4294967295, found the string \"32\"",
+            path.display()
+        )
+    );
+    assert_eq!(
+        error(None, &[("PERISCOPE_LIMITS_DAILY_SEARCHES", "lots")]),
+        "bad value for `limits.daily_searches` in the environment variable \
+         PERISCOPE_LIMITS_DAILY_SEARCHES: expected a whole number from 0 to 4294967295, \
+         or \"unlimited\", found \"lots\""
+    );
+    // Check each key refuses values of the wrong kind or range.
+    let cases: &[(&str, &str)] = &[
+        ("PERISCOPE_LISTEN", "127.0.0.1"),
+        ("PERISCOPE_DATA", "  "),
+        ("PERISCOPE_LOG_FORMAT", "xml"),
+        ("PERISCOPE_LIMITS_DAILY_SEARCHES", "-1"),
+        ("PERISCOPE_LIMITS_SEARCHES_PER_ACCOUNT", "0"),
+        ("PERISCOPE_LIMITS_SEARCHES_TOTAL", "4294967296"),
+        ("PERISCOPE_LIMITS_SEARCH_TIMEOUT_MS", "1.5"),
+        ("PERISCOPE_LIMITS_CURSOR_LIFETIME_SECS", "10s"),
+        ("PERISCOPE_LIMITS_RATE_PER_SEC", "_1"),
+        ("PERISCOPE_LIMITS_RATE_BURST", ""),
+        ("PERISCOPE_LIMITS_MAX_SEARCH_HOSTS", "0"),
+        ("PERISCOPE_LIMITS_RETENTION_DAYS", "36501"),
+        ("PERISCOPE_DNS_SERVERS", "192.0.2.1,resolver.example"),
+        ("PERISCOPE_DNS_TIMEOUT_MS", "0"),
+    ];
+    for (name, value) in cases {
+        let result = Config::load(None, env(&[(name, value)]));
+        if value.is_empty() {
+            assert!(result.is_ok(), "{name}: empty is unset");
+            continue;
+        }
+        let e = result.unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("in the environment variable {name}: expected")),
+            "{name}={value}: {e}"
+        );
+    }
+    let path = file("bad-kind", "limits = 5\n");
+    let e = error(Some(&path), &[]);
+    assert!(
+        e.contains("`limits`") && e.contains("expected a table ([limits]), found the integer 5"),
+        "{e}"
+    );
+    let path = file("bad-list", "[dns]\nservers = [\"192.0.2.1\", 53]\n");
+    let e = error(Some(&path), &[]);
+    assert!(
+        e.contains("`dns.servers`") && e.contains("(line 2)") && e.ends_with("an array"),
+        "{e}"
+    );
+}
+
+#[test]
+fn index_section_from_file_and_environment() {
+    let c = Config::load(None, no_env).unwrap();
+    assert_eq!(c.index.url, None);
+    assert_eq!(c.index.timeout, Duration::from_secs(10));
+    assert_eq!(c.index.memory_limit, Some(4 << 30));
+    assert_eq!(c.index.password().unwrap(), None);
+    let path = file(
+        "index",
+        "[index]\nurl = \"clickhouse://reader@ch1:8123/scans?cluster=edge\"\n\
+         ca_file = \"/etc/periscope/ch-ca.pem\"\ntimeout_ms = 2500\nmemory_limit_mb = 512\n",
+    );
+    let c = Config::load(Some(&path), env(&[(INDEX_PASSWORD_ENV, "s3cret")])).unwrap();
+    let url = c.index.url.as_ref().unwrap();
+    assert_eq!(
+        (
+            url.endpoint.as_str(),
+            url.database.as_str(),
+            url.cluster.as_str()
+        ),
+        ("http://ch1:8123", "scans", "edge")
+    );
+    assert_eq!(
+        c.index.ca_file.as_deref(),
+        Some(Path::new("/etc/periscope/ch-ca.pem"))
+    );
+    assert_eq!(c.index.timeout, Duration::from_millis(2500));
+    assert_eq!(c.index.memory_limit, Some(512 << 20));
+    assert_eq!(c.index.password().unwrap().as_deref(), Some("s3cret"));
+    let c = Config::load(None, env(&[("PERISCOPE_INDEX_MEMORY_LIMIT_MB", "0")])).unwrap();
+    assert_eq!(c.index.memory_limit, None);
+    let e = error(None, &[("PERISCOPE_INDEX_MEMORY_LIMIT_MB", "-1")]);
+    assert!(
+        e.contains("`index.memory_limit_mb` in the environment variable")
+            && e.contains("a whole number of MiB"),
+        "{e}"
+    );
+    assert!(!format!("{c:?}").contains("s3cret"));
+    let e = error(None, &[("PERISCOPE_INDEX_URL", "http://ch1:8123/scans")]);
+    assert!(
+        e.contains("`index.url` in the environment variable PERISCOPE_INDEX_URL")
+            && e.contains("clickhouse://"),
+        "{e}"
+    );
+    let secret = file("index-password", "\n");
+    let mut c = Config::load(None, no_env).unwrap();
+    c.index.password_file = Some(secret.clone());
+    let e = c.index.password().unwrap_err().to_string();
+    assert!(e.contains("is empty"), "{e}");
+    c.index.password = Some(Secret("x".into()));
+    let e = c.index.password().unwrap_err().to_string();
+    assert!(e.contains("given twice"), "{e}");
+}
+
+#[test]
+fn enrich_files_from_file_environment_and_flags() {
+    assert!(Config::load(None, no_env).unwrap().enrich.is_empty());
+    let path = file(
+        "enrich",
+        "[enrich]\ngeoip_city = \"/geo/city.mmdb\"\ngeoip_asn = \"/geo/asn.mmdb\"\n\
+         asn_table = \"/geo/ip2asn.tsv.gz\"\n",
+    );
+    let c = Config::load(Some(&path), no_env).unwrap();
+    assert_eq!(
+        c.enrich,
+        EnrichConfig {
+            geoip_city: Some("/geo/city.mmdb".into()),
+            geoip_asn: Some("/geo/asn.mmdb".into()),
+            asn_table: Some("/geo/ip2asn.tsv.gz".into()),
+        }
+    );
+    let mut c = Config::load(
+        Some(&path),
+        env(&[
+            ("PERISCOPE_ENRICH_GEOIP_CITY", "/env/city.mmdb"),
+            ("PERISCOPE_ENRICH_ASN_TABLE", "/env/ip2asn.tsv"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.enrich.geoip_city, Some("/env/city.mmdb".into()));
+    assert_eq!(c.enrich.geoip_asn, Some("/geo/asn.mmdb".into()));
+    assert_eq!(c.enrich.asn_table, Some("/env/ip2asn.tsv".into()));
+    c.apply_flag("enrich.geoip_asn", "--geoip-asn", "/flag/asn.mmdb")
+        .unwrap();
+    assert_eq!(c.enrich.geoip_asn, Some("/flag/asn.mmdb".into()));
+
+    let e = error(None, &[("PERISCOPE_ENRICH_GEOIP_ASN", "  ")]);
+    assert_eq!(
+        e,
+        "bad value for `enrich.geoip_asn` in the environment variable \
+         PERISCOPE_ENRICH_GEOIP_ASN: expected the path of a MaxMind DB file with autonomous \
+         systems (GeoLite2 ASN…), found \"  \""
+    );
+    let path = file("enrich-bad", "[enrich]\n\ngeoip_city = 5\n");
+    let e = error(Some(&path), &[]);
+    assert!(
+        e.contains("`enrich.geoip_city`")
+            && e.contains("(line 3)")
+            && e.ends_with("found the integer 5"),
+        "{e}"
+    );
+    let path = file("enrich-unknown", "[enrich]\ngeoip_country = \"/x.mmdb\"\n");
+    let e = error(Some(&path), &[]);
+    assert!(
+        e.contains("key `enrich.geoip_country`")
+            && e.ends_with("known keys: enrich.geoip_city, enrich.geoip_asn, enrich.asn_table"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unreadable_and_malformed_files() {
+    let missing = std::env::temp_dir().join("periscope-config-missing/none.toml");
+    let e = error(Some(&missing), &[]);
+    assert!(e.starts_with("cannot read the configuration file "), "{e}");
+    let path = file("syntax", "listen = \n");
+    let e = error(Some(&path), &[]);
+    assert!(
+        e.contains("is not valid TOML") && e.contains("line 1"),
+        "{e}"
+    );
+}
+
+/// The keys for which `"  "` (nothing but blanks) is a value: the lists, which it leaves empty.
+const BLANK_IS_EMPTY_LIST: [&str; 3] = [
+    "dns.servers",
+    "http.trusted_proxies",
+    "web.allowed_email_domains",
+];
+
+#[test]
+fn every_key_names_its_file_line_and_expectation() {
+    for key in keys() {
+        let (text, line) = match key.section {
+            Some(section) => (format!("[{section}]\n{} = true\n", key.name), 2),
+            None => (format!("{} = true\n", key.name), 1),
+        };
+        let path = file(&format!("every-{}", key.dotted()), &text);
+        assert_eq!(
+            error(Some(&path), &[]),
+            format!(
+                "bad value for `{}` in the configuration file {} (line {line}): expected {}, \
+                 found the boolean true",
+                key.dotted(),
+                path.display(),
+                key.expected
+            )
+        );
+    }
+}
+
+#[test]
+fn every_key_names_its_environment_variable_and_expectation() {
+    let mut accepted = Vec::new();
+    for key in keys() {
+        let name = key.env_name();
+        match Config::load(None, env(&[(&name, "  ")])) {
+            Ok(_) => accepted.push(key.dotted()),
+            Err(e) => assert_eq!(
+                e.to_string(),
+                format!(
+                    "bad value for `{}` in the environment variable {name}: expected {}, \
+                     found \"  \"",
+                    key.dotted(),
+                    key.expected
+                )
+            ),
+        }
+    }
+    assert_eq!(accepted, BLANK_IS_EMPTY_LIST);
+}
+
+#[test]
+fn every_flag_names_itself_and_the_expectation() {
+    let flagged: Vec<&Key> = keys().filter(|k| !k.flags.is_empty()).collect();
+    let names: Vec<String> = flagged.iter().map(|k| k.dotted()).collect();
+    assert_eq!(
+        names,
+        [
+            "listen",
+            "data",
+            "database_url",
+            "enrich.geoip_city",
+            "enrich.geoip_asn",
+            "enrich.asn_table",
+            "index.url"
+        ]
+    );
+    for key in flagged {
+        for flag in key.flags {
+            let e = Config::default()
+                .apply_flag(&key.dotted(), flag, "  ")
+                .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "bad value for `{}` in the command-line flag {flag}: expected {}, found \"  \"",
+                    key.dotted(),
+                    key.expected
+                )
+            );
+        }
+    }
+    let e = Config::default()
+        .apply_flag("limit.daily_searches", "--limit", "5")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(
+            "unknown configuration key `limit.daily_searches` in the command-line flag --limit; \
+             known keys: listen, data, "
+        ),
+        "{e}"
+    );
+    // The flags every command takes, as parsed by clap.
+    for (args, flag) in [
+        (
+            ConfigArgs {
+                data: Some(" ".into()),
+                ..ConfigArgs::default()
+            },
+            "--data",
+        ),
+        (
+            ConfigArgs {
+                database_url: Some(String::new()),
+                ..ConfigArgs::default()
+            },
+            "--database-url",
+        ),
+    ] {
+        let e = args.load_with(no_env).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("in the command-line flag {flag}: expected")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn declared_defaults_are_the_defaults() {
+    let c = Config::default();
+    assert_eq!(c.limits, Limits::default());
+    assert_eq!(c.enrich, EnrichConfig::default());
+    assert_eq!(
+        <EnrichConfig as Section>::defaults(),
+        EnrichConfig::default()
+    );
+    assert_eq!(c.signin.smtp_tls, periscope_signin::SmtpTls::default());
+    assert_eq!(c.index.password, None);
+    assert_eq!(c.signin.smtp_password, None);
+}
+
+/// The reference's fenced block after `heading`.
+fn reference_block(doc: &str, heading: &str, fence: &str) -> String {
+    let after = &doc[doc.find(heading).unwrap()..];
+    let start = after.find(fence).unwrap() + fence.len();
+    let end = start + after[start..].find("```").unwrap();
+    after[start..end].to_owned()
+}
+
+fn reference_doc() -> String {
+    // Read from the running test's crate directory (a shared build directory may have
+    // compiled this binary in another checkout).
+    let crate_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from);
+    std::fs::read_to_string(crate_dir.join("../../docs/configuration.md")).unwrap()
+}
+
+#[test]
+fn the_reference_complete_file_is_every_key_at_its_default() {
+    let doc = reference_doc();
+    let block = reference_block(&doc, "## A complete file", "```toml\n");
+    for key in keys() {
+        assert!(
+            block.contains(&format!("{} = ", key.name)),
+            "{} is missing from the complete file",
+            key.dotted()
+        );
+    }
+    let path = file("reference", &block);
+    let mut c = Config::load(Some(&path), no_env).unwrap();
+    // These are `None` by default, meaning the sign-in service's or web application's own
+    // default, which the file writes out.
+    let s = &mut c.signin;
+    assert_eq!(s.smtp_port.take(), Some(25));
+    assert_eq!(
+        s.terms_version.take().as_deref(),
+        Some(periscope_signin::DEFAULT_TERMS_VERSION)
+    );
+    assert_eq!(s.database_acquire_timeout_ms.take(), Some(2_000));
+    assert_eq!(
+        s.mail_from.take().as_deref(),
+        Some("Periscope <no-reply@localhost>")
+    );
+    assert_eq!(c.web.organization_claim.take().as_deref(), Some("org_name"));
+    assert_eq!(c, Config::default());
+}
+
+#[test]
+fn the_reference_names_each_flag_on_its_key_row() {
+    let doc = reference_doc();
+    for key in keys().filter(|k| !k.flags.is_empty()) {
+        let row = doc
+            .lines()
+            .find(|line| line.starts_with(&format!("| `{}` |", key.name)))
+            .unwrap();
+        assert!(row.contains(&key.env_name()), "{row}");
+        for flag in key.flags {
+            assert!(row.contains(&format!("`{flag}`")), "{row}");
+        }
+    }
+}
+
+#[test]
+fn the_reference_is_the_key_table() {
+    let names: Vec<(String, String)> = reference().into_iter().map(|r| (r.key, r.env)).collect();
+    let expected: Vec<(String, String)> = keys().map(|k| (k.dotted(), k.env_name())).collect();
+    assert_eq!(names, expected);
+    assert_eq!(names.len(), 47);
+}
