@@ -56,7 +56,7 @@ use std::sync::Arc;
 
 use periscope_model::DomainName;
 use periscope_model::ip_order_key;
-use periscope_model::observation::{DomainScan, Observation, ServiceObservation};
+use periscope_model::observation::{DomainScan, Observation};
 
 use crate::codec::{self, CodecError};
 use crate::store::{ApplyOutcome, DomainScans, HostRecord};
@@ -816,7 +816,8 @@ impl DurableStore {
         &mut self,
         observations: &[Observation],
     ) -> Result<BatchSummary, StoreError> {
-        self.apply_all(observations.iter().cloned(), &mut Written::default())
+        let mut slots: Vec<Option<Observation>> = observations.iter().cloned().map(Some).collect();
+        self.apply_all(&mut slots, &mut Written::default())
     }
 
     /// [`Self::apply_batch`], adding to `written` the keys of the host records and the names
@@ -828,7 +829,8 @@ impl DurableStore {
         written: &mut Written,
     ) -> Result<BatchSummary, StoreError> {
         let mut noted = Written::default();
-        let summary = self.apply_all(observations.iter().cloned(), &mut noted)?;
+        let mut slots: Vec<Option<Observation>> = observations.iter().cloned().map(Some).collect();
+        let summary = self.apply_all(&mut slots, &mut noted)?;
         written.hosts.append(&mut noted.hosts);
         written.domain_scans.append(&mut noted.domain_scans);
         Ok(summary)
@@ -841,35 +843,49 @@ impl DurableStore {
         &mut self,
         observations: &mut Vec<Observation>,
     ) -> Result<BatchSummary, StoreError> {
-        self.apply_all(observations.drain(..), &mut Written::default())
+        // The batch's own vector holds the observations while they are merged, each position
+        // emptied as its observation is moved into a record: no second vector of whole
+        // observations (tens of MB for a large batch, fresh pages every batch) is filled.
+        // Collecting in place keeps the allocation (`Option<Observation>` is as large).
+        let mut slots: Vec<Option<Observation>> =
+            std::mem::take(observations).into_iter().map(Some).collect();
+        let result = self.apply_all(&mut slots, &mut Written::default());
+        slots.clear();
+        *observations = slots.into_iter().flatten().collect();
+        result
     }
 
-    /// Merges the batch; notes in `written` what it wrote (meaningful once it is durable).
+    /// Merges the observations of `slots` (each taken out of its slot as it is merged);
+    /// notes in `written` what it wrote (meaningful once it is durable).
     fn apply_all(
         &mut self,
-        observations: impl Iterator<Item = Observation>,
+        slots: &mut [Option<Observation>],
         written: &mut Written,
     ) -> Result<BatchSummary, StoreError> {
         // Merging runs first, so an error of the merge leaves the batch unapplied.
         self.merge_runs()?;
-        let mut slots: Vec<Option<ServiceObservation>> = Vec::new();
-        let mut order: Vec<(HostKey, usize)> = Vec::new();
+        let mut order: Vec<(HostKey, usize)> = Vec::with_capacity(slots.len());
         let mut scans: BTreeMap<DomainName, Vec<DomainScan>> = BTreeMap::new();
-        for obs in observations {
-            match obs {
-                Observation::Service(s) => {
-                    order.push((HostKey::of(s.ip), slots.len()));
-                    slots.push(Some(s));
+        for (at, slot) in slots.iter_mut().enumerate() {
+            match slot {
+                Some(Observation::Service(s)) => order.push((HostKey::of(s.ip), at)),
+                Some(Observation::Domain(_)) => {
+                    if let Some(Observation::Domain(d)) = slot.take() {
+                        scans.entry(d.name.clone()).or_default().push(d);
+                    }
                 }
-                Observation::Domain(d) => scans.entry(d.name.clone()).or_default().push(d),
+                None => {}
             }
         }
         // Host order, then arrival order within a host. The small (key, position) pairs are
         // sorted, not the observations.
         order.sort_unstable();
         let services = order.into_iter().map(|(key, at)| {
-            let obs = slots[at].take();
-            (key, obs.expect("each position is taken once"))
+            let obs = match slots[at].take() {
+                Some(Observation::Service(s)) => Some(s),
+                _ => None,
+            };
+            (key, obs.expect("each service position is taken once"))
         });
 
         let mut summary = BatchSummary::default();
@@ -1420,6 +1436,18 @@ fn decode_stored_scan(name: &str, bytes: &[u8]) -> Result<DomainScan, StoreError
 #[cfg(test)]
 mod tests {
     use super::gallop;
+    use periscope_model::observation::Observation;
+
+    /// `apply_batch_drain` turns the batch's vector into one of `Option<Observation>` and
+    /// back in place, which keeps the allocation only when the two are of one size.
+    #[test]
+    fn an_optional_observation_is_as_large_as_an_observation() {
+        assert_eq!(
+            size_of::<Option<Observation>>(),
+            size_of::<Observation>(),
+            "collecting in place would allocate a second vector per batch"
+        );
+    }
 
     /// Galloping from any start finds what a search of the rest finds.
     #[test]
