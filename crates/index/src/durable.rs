@@ -851,7 +851,12 @@ impl DurableStore {
             std::mem::take(observations).into_iter().map(Some).collect();
         let result = self.apply_all(&mut slots, &mut Written::default());
         slots.clear();
-        *observations = slots.into_iter().flatten().collect();
+        #[allow(
+            clippy::filter_map_identity,
+            reason = "`filter_map` collects in place, `flatten` does not: the capacity is kept"
+        )]
+        let emptied: Vec<Observation> = slots.into_iter().filter_map(|slot| slot).collect();
+        *observations = emptied;
         result
     }
 

@@ -312,8 +312,10 @@ fn a_drained_batch_stores_what_a_borrowed_one_does() {
     let mut store = DurableStore::open(&drained.store()).unwrap();
     for (batch, summary) in observations.chunks(120).zip(&summaries) {
         let mut owned = batch.to_vec();
+        let capacity = owned.capacity();
         assert_eq!(&store.apply_batch_drain(&mut owned).unwrap(), summary);
         assert!(owned.is_empty(), "the batch is drained");
+        assert_eq!(owned.capacity(), capacity, "the batch keeps its capacity");
     }
     assert_eq!(state(&store), expected);
 }
