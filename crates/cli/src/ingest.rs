@@ -68,7 +68,7 @@ use crate::synth::{group, now};
 
 mod parallel;
 
-use parallel::{Chunks, Parsers};
+use parallel::{Chunks, ParsedChunk, Parsers};
 
 /// The store file inside the data directory.
 pub(crate) const STORE_FILE: &str = "scan.store";
@@ -623,8 +623,8 @@ fn read_all(
                     }
                 }
                 let Some(parsed) = parsers.next() else { break };
-                let chunk = &parsed.chunk;
-                for (i, line) in parsed.lines.into_iter().enumerate() {
+                let ParsedChunk { chunk, mut lines } = parsed;
+                for (i, line) in lines.drain(..).enumerate() {
                     tally.lines += 1;
                     match line {
                         Parsed::Blank => tally.blank += 1,
@@ -640,7 +640,7 @@ fn read_all(
                     }
                 }
                 progress.lines.store(tally.lines, Ordering::Relaxed);
-                parsers.recycle(parsed.chunk);
+                parsers.recycle(chunk, lines);
                 if progress.failed.load(Ordering::Relaxed) {
                     return Ok(tally);
                 }

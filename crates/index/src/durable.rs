@@ -24,9 +24,14 @@
 //! rule ([`HostRecord::apply`], [`DomainScans::apply`]), and writes the records whose bytes
 //! changed as one new run: written, synced, then named in a new manifest. The batch is
 //! acknowledged when the manifest is in place; a batch that fails, or a process that dies
-//! before, leaves no trace of it. Runs are merged when the newest [`FANOUT`] runs are of one
-//! tier (a batch's run is tier 0, the merge of `FANOUT` runs of tier `t` is of tier `t + 1`),
-//! so a store holds a few dozen runs at most and a record is rewritten once per tier. Until
+//! before, leaves no trace of it. The batch's keys are looked up in ascending order, each run
+//! searched onward from where the previous key left it (`Cursors`). Runs are merged when
+//! [`FANOUT`] runs are of one tier and every newer run is of that tier or lower (a batch's run
+//! is tier 0, the merge of `FANOUT` runs of tier `t` and the few newer ones is of tier
+//! `t + 1`), so a store holds a few dozen runs at most and a record is rewritten about once
+//! per tier. A merge runs on a thread of its own while batches go on; its run is named by the
+//! manifest, in place of its inputs, at the next batch after it finished (or when the store
+//! is dropped), and a batch waits for it only once [`MAX_RUNS`] runs have piled up. Until
 //! version 1 (one redb B-tree file, `scan.redb`) each batch rewrote pages scattered over the
 //! whole key space; see `docs/benchmarks.md`. A store of version 1 is refused with
 //! [`StoreError::OldFormat`], never read.
@@ -51,7 +56,7 @@ use std::sync::Arc;
 
 use periscope_model::DomainName;
 use periscope_model::ip_order_key;
-use periscope_model::observation::{DomainScan, Observation, ServiceObservation};
+use periscope_model::observation::{DomainScan, Observation};
 
 use crate::codec::{self, CodecError};
 use crate::store::{ApplyOutcome, DomainScans, HostRecord};
@@ -70,8 +75,11 @@ pub const RUN_MAGIC: &[u8; 8] = b"PSCRUN02";
 pub const RUN_END: &[u8; 8] = b"PSCEND02";
 /// The footer: four counts and offsets, the checksum, [`RUN_END`].
 const FOOTER_LEN: u64 = 48;
-/// Runs merged at once.
+/// Runs of one tier merged at once.
 pub const FANOUT: usize = 8;
+/// A batch waits for the merge in flight once the store holds this many runs (merges run on a
+/// thread of their own; see [`DurableStore::apply_batch`]).
+pub const MAX_RUNS: usize = 4 * FANOUT;
 /// The first bytes of a redb database file (the store format of schema version 1).
 const REDB_MAGIC: &[u8] = b"redb";
 
@@ -621,6 +629,48 @@ impl<K: Ord> Iterator for Newest<'_, K> {
 // ---------------------------------------------------------------------------------------------
 // The store.
 
+/// Looks up ascending host keys in the runs of a version: per run, where the previous key
+/// left off, so each lookup gallops forward over the keys between the two (a few steps in
+/// memory near the last one) instead of a binary search of the whole index. A batch's
+/// addresses are spread over the key space, so most lookups in a large run are misses that
+/// a whole-index search pays for in cache misses at every level.
+struct Cursors {
+    /// Per run (as in the version), the position of the first key not below the last key
+    /// looked up in it.
+    at: Vec<usize>,
+}
+
+impl Cursors {
+    fn new(runs: usize) -> Self {
+        Self { at: vec![0; runs] }
+    }
+
+    /// [`Version::newest_host`] for a key not below any key asked before.
+    fn newest_host<'r>(&mut self, runs: &'r [Arc<Run>], key: HostKey) -> Option<(&'r Run, Loc)> {
+        for (run, at) in runs.iter().zip(self.at.iter_mut()).rev() {
+            *at = gallop(&run.host_keys, *at, &key);
+            if run.host_keys.get(*at) == Some(&key) {
+                return Some((run, run.host_locs[*at]));
+            }
+        }
+        None
+    }
+}
+
+/// The first position at or after `from` whose key is not below `key`, in sorted `keys`
+/// (`keys.len()` when there is none): steps of 1, 2, 4, … from `from`, then a binary search
+/// in the last step.
+fn gallop<K: Ord>(keys: &[K], from: usize, key: &K) -> usize {
+    let rest = keys.get(from..).unwrap_or_default();
+    let (mut low, mut step) = (0, 1);
+    while step <= rest.len() && rest[step - 1] < *key {
+        low = step;
+        step *= 2;
+    }
+    let high = step.min(rest.len());
+    from + low + rest[low..high].partition_point(|k| k < key)
+}
+
 /// One state of the store: the runs (oldest first) and the generation.
 struct Version {
     generation: u64,
@@ -666,6 +716,8 @@ pub struct DurableStore {
     _lock: File,
     current: Arc<Version>,
     next_run: u64,
+    /// The merge of runs in flight, if any.
+    merging: Option<Merging>,
 }
 
 impl fmt::Debug for DurableStore {
@@ -743,6 +795,7 @@ impl DurableStore {
                 runs,
             }),
             next_run: manifest.next_run,
+            merging: None,
         })
     }
 
@@ -763,7 +816,8 @@ impl DurableStore {
         &mut self,
         observations: &[Observation],
     ) -> Result<BatchSummary, StoreError> {
-        self.apply_all(observations.iter().cloned(), &mut Written::default())
+        let mut slots: Vec<Option<Observation>> = observations.iter().cloned().map(Some).collect();
+        self.apply_all(&mut slots, &mut Written::default())
     }
 
     /// [`Self::apply_batch`], adding to `written` the keys of the host records and the names
@@ -775,7 +829,8 @@ impl DurableStore {
         written: &mut Written,
     ) -> Result<BatchSummary, StoreError> {
         let mut noted = Written::default();
-        let summary = self.apply_all(observations.iter().cloned(), &mut noted)?;
+        let mut slots: Vec<Option<Observation>> = observations.iter().cloned().map(Some).collect();
+        let summary = self.apply_all(&mut slots, &mut noted)?;
         written.hosts.append(&mut noted.hosts);
         written.domain_scans.append(&mut noted.domain_scans);
         Ok(summary)
@@ -788,35 +843,54 @@ impl DurableStore {
         &mut self,
         observations: &mut Vec<Observation>,
     ) -> Result<BatchSummary, StoreError> {
-        self.apply_all(observations.drain(..), &mut Written::default())
+        // The batch's own vector holds the observations while they are merged, each position
+        // emptied as its observation is moved into a record: no second vector of whole
+        // observations (tens of MB for a large batch, fresh pages every batch) is filled.
+        // Collecting in place keeps the allocation (`Option<Observation>` is as large).
+        let mut slots: Vec<Option<Observation>> =
+            std::mem::take(observations).into_iter().map(Some).collect();
+        let result = self.apply_all(&mut slots, &mut Written::default());
+        slots.clear();
+        #[allow(
+            clippy::filter_map_identity,
+            reason = "`filter_map` collects in place, `flatten` does not: the capacity is kept"
+        )]
+        let emptied: Vec<Observation> = slots.into_iter().filter_map(|slot| slot).collect();
+        *observations = emptied;
+        result
     }
 
-    /// Merges the batch; notes in `written` what it wrote (meaningful once it is durable).
+    /// Merges the observations of `slots` (each taken out of its slot as it is merged);
+    /// notes in `written` what it wrote (meaningful once it is durable).
     fn apply_all(
         &mut self,
-        observations: impl Iterator<Item = Observation>,
+        slots: &mut [Option<Observation>],
         written: &mut Written,
     ) -> Result<BatchSummary, StoreError> {
         // Merging runs first, so an error of the merge leaves the batch unapplied.
         self.merge_runs()?;
-        let mut slots: Vec<Option<ServiceObservation>> = Vec::new();
-        let mut order: Vec<(HostKey, usize)> = Vec::new();
+        let mut order: Vec<(HostKey, usize)> = Vec::with_capacity(slots.len());
         let mut scans: BTreeMap<DomainName, Vec<DomainScan>> = BTreeMap::new();
-        for obs in observations {
-            match obs {
-                Observation::Service(s) => {
-                    order.push((HostKey::of(s.ip), slots.len()));
-                    slots.push(Some(s));
+        for (at, slot) in slots.iter_mut().enumerate() {
+            match slot {
+                Some(Observation::Service(s)) => order.push((HostKey::of(s.ip), at)),
+                Some(Observation::Domain(_)) => {
+                    if let Some(Observation::Domain(d)) = slot.take() {
+                        scans.entry(d.name.clone()).or_default().push(d);
+                    }
                 }
-                Observation::Domain(d) => scans.entry(d.name.clone()).or_default().push(d),
+                None => {}
             }
         }
         // Host order, then arrival order within a host. The small (key, position) pairs are
         // sorted, not the observations.
         order.sort_unstable();
         let services = order.into_iter().map(|(key, at)| {
-            let obs = slots[at].take();
-            (key, obs.expect("each position is taken once"))
+            let obs = match slots[at].take() {
+                Some(Observation::Service(s)) => Some(s),
+                _ => None,
+            };
+            (key, obs.expect("each service position is taken once"))
         });
 
         let mut summary = BatchSummary::default();
@@ -830,8 +904,11 @@ impl DurableStore {
             let mut stored = Vec::with_capacity(4096);
             let mut buf = Vec::with_capacity(4096);
             let mut services = services.peekable();
+            // The batch's keys ascend, so each run is searched onward from where the
+            // previous key left it (see `Cursors`), not over its whole index.
+            let mut cursors = Cursors::new(version.runs.len());
             while let Some((key, first)) = services.next() {
-                let found = version.newest_host(key);
+                let found = cursors.newest_host(&version.runs, key);
                 let mut record = match found {
                     Some((run, loc)) => {
                         run.read(loc, &mut stored)?;
@@ -927,59 +1004,83 @@ impl DurableStore {
         Ok(())
     }
 
-    /// Merges the newest [`FANOUT`] runs into one while they are all of one tier.
+    /// Takes in a merge of runs that has finished, then starts the next one if the runs call
+    /// for it (see [`merge_candidate`]). Merges run on a thread of their own, so a batch does
+    /// not wait for them; it waits only when [`MAX_RUNS`] runs have piled up behind one.
+    ///
+    /// A merge writes a run file that no manifest names until it is taken in here (a manifest
+    /// naming the merged run instead of its inputs, written atomically like a batch's); a
+    /// process that dies before leaves a leftover file, removed when the store is opened.
     fn merge_runs(&mut self) -> Result<(), StoreError> {
         loop {
+            if let Some(merging) = &self.merging {
+                let wait = self.current.runs.len() >= MAX_RUNS;
+                if !wait && !merging.handle.is_finished() {
+                    return Ok(());
+                }
+                self.take_merge()?;
+            }
             let runs = &self.current.runs;
-            let n = runs.len();
-            if n < FANOUT {
+            let Some((from, tier)) = merge_candidate(runs) else {
                 return Ok(());
-            }
-            let tier = runs[n - 1].tier;
-            if runs[n - FANOUT..].iter().any(|r| r.tier != tier) {
-                return Ok(());
-            }
-            let merged = self.merge(&runs[n - FANOUT..], tier + 1)?;
-            let old: Vec<PathBuf> = runs[n - FANOUT..].iter().map(|r| r.path.clone()).collect();
-            let mut kept = runs[..n - FANOUT].to_vec();
-            kept.push(Arc::new(merged));
-            let next = self.next_run + 1;
-            self.install(
-                Version {
-                    generation: self.current.generation,
-                    runs: kept,
-                },
-                next,
-            )?;
-            for path in old {
-                fs::remove_file(&path).map_err(io_failed("removing a merged run", &path))?;
-            }
+            };
+            let inputs: Vec<Arc<Run>> = runs[from..].to_vec();
+            let (dir, id) = (self.dir.clone(), self.next_run);
+            // The merged run's number is taken now: above every input's and below every later
+            // batch's, so the manifest keeps its runs in ascending order.
+            self.next_run += 1;
+            let thread_inputs = inputs.clone();
+            let handle = std::thread::Builder::new()
+                .name("store-merge".into())
+                .spawn(move || merge_into(&dir, id, &thread_inputs, tier))
+                .map_err(io_failed("starting the merge thread", &self.dir))?;
+            self.merging = Some(Merging { inputs, handle });
         }
     }
 
-    /// Writes one run of `tier` holding the newest record of every key of `runs` (oldest
-    /// first).
-    fn merge(&self, runs: &[Arc<Run>], tier: u32) -> Result<Run, StoreError> {
-        let id = self.next_run;
-        let result = (|| {
-            let mut out = RunWriter::create(&self.dir, id)?;
-            let mut windows: Vec<Window> = runs.iter().map(|_| Window::new()).collect();
-            let lists = runs.iter().map(|r| r.host_keys.as_slice()).collect();
-            for (r, at) in Newest::new(lists) {
-                let bytes = windows[r].get(&runs[r], runs[r].host_locs[at])?;
-                out.host(runs[r].host_keys[at], bytes)?;
-            }
-            let lists = runs.iter().map(|r| r.names.as_slice()).collect();
-            for (r, at) in Newest::new(lists) {
-                let bytes = windows[r].get(&runs[r], runs[r].name_locs[at])?;
-                out.name(&runs[r].names[at], bytes)?;
-            }
-            out.finish(tier)
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(self.dir.join(Run::file_name(id)));
+    /// Waits for the merge in flight, if any, and takes its run in place of its inputs.
+    fn take_merge(&mut self) -> Result<(), StoreError> {
+        let Some(Merging { inputs, handle }) = self.merging.take() else {
+            return Ok(());
+        };
+        let merged = handle.join().unwrap_or_else(|_| {
+            Err(StoreError::Io {
+                during: "merging runs",
+                path: self.dir.clone(),
+                source: io::Error::other("the merge thread panicked"),
+            })
+        })?;
+        let runs = &self.current.runs;
+        let from = runs
+            .iter()
+            .position(|r| r.id == inputs[0].id)
+            .filter(|&at| {
+                runs.get(at..at + inputs.len())
+                    .is_some_and(|w| w.iter().zip(&inputs).all(|(a, b)| a.id == b.id))
+            })
+            .expect("the runs of a merge in flight stay in the store, in order");
+        let mut kept = runs[..from].to_vec();
+        kept.push(Arc::new(merged));
+        kept.extend_from_slice(&runs[from + inputs.len()..]);
+        let next = self.next_run;
+        self.install(
+            Version {
+                generation: self.current.generation,
+                runs: kept,
+            },
+            next,
+        )?;
+        for run in &inputs {
+            fs::remove_file(&run.path).map_err(io_failed("removing a merged run", &run.path))?;
         }
-        result
+        Ok(())
+    }
+
+    /// Waits for the merge of runs in flight, if any, and takes it in; starts none. Dropping
+    /// the store does this too, ignoring errors (a merge not taken in leaves its inputs as
+    /// they were).
+    pub fn finish_merges(&mut self) -> Result<(), StoreError> {
+        self.take_merge()
     }
 
     /// One consistent read view of the store as of the last acknowledged batch; batches
@@ -1024,6 +1125,55 @@ impl DurableStore {
             domain_scans: domain_scans as u64,
             file_bytes: manifest + runs.iter().map(|r| r.bytes).sum::<u64>(),
         })
+    }
+}
+
+/// Where the runs (oldest first) call for a merge: the first position from which [`FANOUT`]
+/// runs are of one tier and every later run is of that tier or lower. Merging that suffix
+/// gives one run of the next tier in its place.
+fn merge_candidate(runs: &[Arc<Run>]) -> Option<(usize, u32)> {
+    (0..runs.len().saturating_sub(FANOUT - 1)).find_map(|from| {
+        let tier = runs[from].tier;
+        let window = runs[from..from + FANOUT].iter().all(|r| r.tier == tier);
+        let after = runs[from + FANOUT..].iter().all(|r| r.tier <= tier);
+        (window && after).then_some((from, tier + 1))
+    })
+}
+
+/// Writes the run `id` of `tier` in `dir`, holding the newest record of every key of `runs`
+/// (oldest first); on an error its file is removed.
+fn merge_into(dir: &Path, id: u64, runs: &[Arc<Run>], tier: u32) -> Result<Run, StoreError> {
+    let result = (|| {
+        let mut out = RunWriter::create(dir, id)?;
+        let mut windows: Vec<Window> = runs.iter().map(|_| Window::new()).collect();
+        let lists = runs.iter().map(|r| r.host_keys.as_slice()).collect();
+        for (r, at) in Newest::new(lists) {
+            let bytes = windows[r].get(&runs[r], runs[r].host_locs[at])?;
+            out.host(runs[r].host_keys[at], bytes)?;
+        }
+        let lists = runs.iter().map(|r| r.names.as_slice()).collect();
+        for (r, at) in Newest::new(lists) {
+            let bytes = windows[r].get(&runs[r], runs[r].name_locs[at])?;
+            out.name(&runs[r].names[at], bytes)?;
+        }
+        out.finish(tier)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(dir.join(Run::file_name(id)));
+    }
+    result
+}
+
+/// A merge of runs on a thread of its own: its inputs (the suffix of the runs it started
+/// from) and the thread, which returns the merged run.
+struct Merging {
+    inputs: Vec<Arc<Run>>,
+    handle: std::thread::JoinHandle<Result<Run, StoreError>>,
+}
+
+impl Drop for DurableStore {
+    fn drop(&mut self) {
+        let _ = self.take_merge();
     }
 }
 
@@ -1286,4 +1436,34 @@ fn decode_stored_scan(name: &str, bytes: &[u8]) -> Result<DomainScan, StoreError
         });
     }
     Ok(scan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gallop;
+    use periscope_model::observation::Observation;
+
+    /// `apply_batch_drain` turns the batch's vector into one of `Option<Observation>` and
+    /// back in place, which keeps the allocation only when the two are of one size.
+    #[test]
+    fn an_optional_observation_is_as_large_as_an_observation() {
+        assert_eq!(
+            size_of::<Option<Observation>>(),
+            size_of::<Observation>(),
+            "collecting in place would allocate a second vector per batch"
+        );
+    }
+
+    /// Galloping from any start finds what a search of the rest finds.
+    #[test]
+    fn gallop_finds_the_partition_point_from_any_start() {
+        let keys: Vec<u32> = (0..300).map(|i| i * 8 + (i % 7)).collect();
+        for from in [0, 1, 2, 5, 64, 150, 299, 300] {
+            for key in 0..2500 {
+                let want = from + keys[from..].partition_point(|k| *k < key);
+                assert_eq!(gallop(&keys, from, &key), want, "from {from}, key {key}");
+            }
+        }
+        assert_eq!(gallop::<u32>(&[], 0, &5), 0);
+    }
 }

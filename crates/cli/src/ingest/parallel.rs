@@ -45,6 +45,9 @@ pub(super) struct Chunk {
     ends: Vec<usize>,
     /// Indices (in `ends`) of the lines that were longer than the bound and skipped.
     too_long: Vec<usize>,
+    /// An empty vector for the parsed lines, kept with the chunk so its memory (about as
+    /// large as the chunk's text) is reused rather than allocated and freed per chunk.
+    spare_lines: Vec<Parsed>,
 }
 
 impl Chunk {
@@ -207,8 +210,11 @@ impl<'scope> Parsers<'scope> {
         self.spare.pop().unwrap_or_default()
     }
 
-    /// Gives a chunk back to be read into again.
-    pub(super) fn recycle(&mut self, chunk: Chunk) {
+    /// Gives a chunk back to be read into again, with the emptied vector of its parsed
+    /// lines (whose memory the next chunk parsed into it reuses).
+    pub(super) fn recycle(&mut self, mut chunk: Chunk, mut lines: Vec<Parsed>) {
+        lines.clear();
+        chunk.spare_lines = lines;
         self.spare.push(chunk);
     }
 
@@ -271,8 +277,10 @@ fn work(queue: &Mutex<Receiver<Chunk>>, done: &Sender<ParsedChunk>, now: Timesta
     loop {
         // The lock is held only while waiting for the next chunk, not while parsing.
         let next = queue.lock().map(|q| q.recv());
-        let Ok(Ok(chunk)) = next else { return };
-        let mut lines = Vec::with_capacity(chunk.len());
+        let Ok(Ok(mut chunk)) = next else { return };
+        let mut lines = std::mem::take(&mut chunk.spare_lines);
+        lines.clear();
+        lines.reserve(chunk.len());
         parse(&chunk, &mut reader, &mut lines);
         if done.send(ParsedChunk { chunk, lines }).is_err() {
             return;
@@ -317,19 +325,20 @@ mod tests {
                         None => eof = true,
                     }
                 }
-                let Some(parsed) = parsers.next() else { break };
-                for (i, line) in parsed.lines.into_iter().enumerate() {
-                    let n = parsed.chunk.number(i);
+                let Some(ParsedChunk { chunk, mut lines }) = parsers.next() else {
+                    break;
+                };
+                for (i, line) in lines.drain(..).enumerate() {
+                    let n = chunk.number(i);
                     out.push(match line {
                         Parsed::Blank => format!("{n} blank"),
-                        Parsed::Observation(obs) => format!(
-                            "{n} {obs:?} {}",
-                            String::from_utf8_lossy(parsed.chunk.content(i))
-                        ),
+                        Parsed::Observation(obs) => {
+                            format!("{n} {obs:?} {}", String::from_utf8_lossy(chunk.content(i)))
+                        }
                         Parsed::Rejected(r) => format!("{} {}: {}", r.line, r.field, r.reason),
                     });
                 }
-                parsers.recycle(parsed.chunk);
+                parsers.recycle(chunk, lines);
             }
         });
         out
