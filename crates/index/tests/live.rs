@@ -399,18 +399,42 @@ fn a_restart_loads_the_index_file_and_answers_as_the_built_index_did() {
     );
 }
 
-#[test]
-fn a_damaged_index_file_is_never_used() {
-    let dir = TempStore::new("damaged");
+/// An index file saved over a store of 300 synthetic hosts.
+struct Saved {
+    /// What `port:443` counts.
+    expected: u64,
+    /// The index file.
+    file: PathBuf,
+    /// Its bytes.
+    good: Vec<u8>,
+}
+
+/// Fills `dir` with 300 synthetic hosts and saves their index file by a full rebuild (a delta
+/// refresh saves none), so that the file holds every record.
+fn saved_index(dir: &TempStore) -> Saved {
     let (live, _) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
     live.apply_batch(&synth(300)).unwrap();
-    // A full rebuild, so that the file holds every record (a delta refresh saves none).
     live.set_delta_limit(Some(0));
     assert!(live.refresh(now()).unwrap());
     let expected = count(&live, "port:443");
     drop(live);
     let file = LiveIndex::index_path(&dir.path());
     let good = std::fs::read(&file).unwrap();
+    Saved {
+        expected,
+        file,
+        good,
+    }
+}
+
+#[test]
+fn a_damaged_index_file_is_never_used() {
+    let dir = TempStore::new("damaged");
+    let Saved {
+        expected,
+        file,
+        good,
+    } = saved_index(&dir);
 
     let mut flipped = good.clone();
     let middle = flipped.len() / 2;
@@ -447,14 +471,11 @@ fn a_damaged_index_file_is_never_used() {
 #[test]
 fn an_index_file_of_an_older_format_is_reported_stale_and_rebuilt_never_read() {
     let dir = TempStore::new("older-format");
-    let (live, _) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
-    live.apply_batch(&synth(300)).unwrap();
-    live.set_delta_limit(Some(0));
-    assert!(live.refresh(now()).unwrap());
-    let expected = count(&live, "port:443");
-    drop(live);
-    let file = LiveIndex::index_path(&dir.path());
-    let good = std::fs::read(&file).unwrap();
+    let Saved {
+        expected,
+        file,
+        good,
+    } = saved_index(&dir);
     // The version follows the 8-byte magic.
     assert_eq!(
         good[8..12],

@@ -21,12 +21,15 @@ pub fn href(prefix: &str, name: &str) -> String {
 /// `GET /assets/periscope.css`: the stylesheet, cacheable for an hour (its URL carries the
 /// version).
 pub async fn stylesheet() -> Response {
-    let mut response = STYLESHEET_CSS.into_response();
+    asset_response(STYLESHEET_CSS, "text/css; charset=utf-8")
+}
+
+/// An asset's answer: `body` as `media_type`, never sniffed as another type, cacheable for an
+/// hour (asset URLs carry the build's version, [`href`]).
+pub fn asset_response(body: impl IntoResponse, media_type: &'static str) -> Response {
+    let mut response = body.into_response();
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/css; charset=utf-8"),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
     headers.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=3600"),

@@ -6,7 +6,7 @@
 //! and world-atlas outlines). Nothing is loaded from anywhere else.
 
 use axum::extract::Path;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 
@@ -125,21 +125,7 @@ pub(crate) async fn asset(Path(name): Path<String>) -> Response {
     let Some(asset) = ASSETS.iter().find(|a| a.name == name) else {
         return (StatusCode::NOT_FOUND, "no such asset").into_response();
     };
-    let mut response = asset.bytes.into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(asset.media_type),
-    );
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=3600"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    response
+    periscope_ui::assets::asset_response(asset.bytes, asset.media_type)
 }
 
 #[cfg(test)]
