@@ -34,6 +34,17 @@ pub(crate) enum Ring {
     Limited(periscope_state::Usage),
 }
 
+/// A table's `thead`: one column heading per name.
+pub(crate) fn column_heads(names: &[&str]) -> Markup {
+    html! {
+        thead {
+            tr {
+                @for name in names { th scope="col" { (name) } }
+            }
+        }
+    }
+}
+
 /// The circumference of the ring's circle (radius 20).
 const RING_LENGTH: f64 = 2.0 * std::f64::consts::PI * 20.0;
 

@@ -18,7 +18,7 @@ use periscope_service::{ExposureRequest, ServiceError};
 
 use crate::Web;
 use crate::assets::href;
-use crate::html::secure_headers;
+use crate::html::{column_heads, secure_headers};
 use crate::routes::search::{error_wording, search_href};
 use crate::session::{Client, request_id, require_session_fragment};
 
@@ -88,13 +88,7 @@ pub(crate) fn section(text: &str, query: &Query) -> Markup {
             }
             table.globe-clusters {
                 caption { "Clusters in view, most hosts first" }
-                thead {
-                    tr {
-                        th scope="col" { "Cluster (its hosts)" }
-                        th scope="col" { "Hosts" }
-                        th scope="col" { "Services" }
-                    }
-                }
+                (column_heads(&["Cluster (its hosts)", "Hosts", "Services"]))
                 tbody {}
             }
         }

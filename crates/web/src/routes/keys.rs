@@ -14,7 +14,7 @@ use periscope_state::{ApiKey, KEY_NAME_MAX_CHARS, KeyId, KeyInfo, StateError};
 use maud::{Markup, html};
 
 use crate::Web;
-use crate::html::{message, page_with};
+use crate::html::{column_heads, message, page_with};
 use crate::routes::report::thousands;
 use crate::session::*;
 
@@ -72,15 +72,7 @@ fn key_list(keys: &[KeyInfo]) -> Markup {
         div.table-scroll {
             table.keys {
                 caption.visually-hidden { "Your API keys" }
-                thead {
-                    tr {
-                        th scope="col" { "Name" }
-                        th scope="col" { "Prefix" }
-                        th scope="col" { "Created" }
-                        th scope="col" { "Last used" }
-                        th scope="col" { "Status" }
-                    }
-                }
+                (column_heads(&["Name", "Prefix", "Created", "Last used", "Status"]))
                 tbody {
                     @for k in keys {
                         tr.key data-key-id=(k.id) {

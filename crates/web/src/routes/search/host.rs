@@ -14,7 +14,7 @@ use periscope_service::{DetailRequest, ServiceError};
 
 use super::{caller, error_html, search_href};
 use crate::Web;
-use crate::html::page_with;
+use crate::html::{column_heads, page_with};
 use crate::session::{Client, Signed, request_id, require_session, require_session_fragment};
 
 /// Services per host-detail page (the API's maximum).
@@ -371,17 +371,7 @@ pub(crate) fn host_view(host: &Host, next: Option<&str>, heading: Heading) -> Ma
             }
             h3 { "Services" }
             table.services {
-                thead {
-                    tr {
-                        th scope="col" { "Port" }
-                        th scope="col" { "Protocol" }
-                        th scope="col" { "Product and evidence" }
-                        th scope="col" { "CVEs" }
-                        th scope="col" { "Max CVSS" }
-                        th scope="col" { "Exploit" }
-                        th scope="col" { "Observed" }
-                    }
-                }
+                (column_heads(&["Port", "Protocol", "Product and evidence", "CVEs", "Max CVSS", "Exploit", "Observed"]))
                 tbody.service-rows {
                     @for s in sorted(&host.services) { (service_row(s)) }
                 }

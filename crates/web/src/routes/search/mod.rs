@@ -23,6 +23,7 @@ use periscope_service::{
 use periscope_state::Channel;
 
 use crate::Web;
+use crate::html::column_heads;
 use crate::session::{Signed, request_id};
 use crate::words::{count, grouped};
 use cache::CachedPage;
@@ -241,15 +242,7 @@ fn host_list(text: &str, hosts: &[HostResult], next: Option<&str>, page: u32) ->
         section.results aria-label="Hosts" data-page-url=(page_href(text, None, page)) {
             p.note { (range) ". Select a host to see all its services." }
             table.hosts {
-                thead {
-                    tr {
-                        th scope="col" { "Host" }
-                        th scope="col" { "Network" }
-                        th scope="col" { "Location" }
-                        th scope="col" { "Services" }
-                        th scope="col" { "Matched evidence" }
-                    }
-                }
+                (column_heads(&["Host", "Network", "Location", "Services", "Matched evidence"]))
                 tbody {
                     @for r in hosts { (host_row(r)) }
                 }
