@@ -376,7 +376,7 @@ fn serve_demo_mounts_the_sign_in_service_and_the_web_application() {
     let (status, body) = http(&address, "GET", "/", None, "");
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("Sign in to search"), "{body}");
-    assert!(body.contains(periscope_signin::BANNER), "{body}");
+    assert!(body.contains(periscope_ui::BANNER), "{body}");
     // Its sign-in goes to the embedded provider with the automatically configured client.
     let response = raw_get(&address, "/signin");
     assert!(response.starts_with("HTTP/1.1 303"), "{response}");

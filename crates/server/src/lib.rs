@@ -346,16 +346,13 @@ impl Server {
             .public_url
             .clone()
             .unwrap_or_else(|| format!("http://{address}"));
-        let (browser, signin) = browser_app(&config, &public_url, address, &state).await?;
-        // The search bar runs the API's service: one allowance for both channels.
-        browser.set_search(service);
+        // The search bar runs the API's service: one allowance for both channels. Every page
+        // of the demo says the data is synthetic (DECISIONS.md).
+        let (browser, signin) =
+            browser_app(&config, &public_url, address, &state, service, options.demo).await?;
         let mut router = periscope_api::router(app).merge(browser.router());
         if let Some(signin) = &signin {
             router = router.nest(signin.mount_path(), signin.router());
-        }
-        if options.demo {
-            // Every page of the demo says the data is synthetic (DECISIONS.md).
-            router = router.layer(axum::middleware::from_fn(periscope_web::mark_demo));
         }
         // gzip for clients that ask (`Accept-Encoding: gzip`); bodies under 32 bytes, images
         // and event streams are sent as they are.
@@ -482,8 +479,11 @@ async fn browser_app(
     public_url: &str,
     address: SocketAddr,
     state: &State,
+    search: periscope_service::SearchService,
+    demo: bool,
 ) -> Result<(Web, Option<SignIn>)> {
-    let clock: Arc<dyn periscope_signin::Clock> = Arc::new(periscope_signin::SystemClock);
+    let clock: Arc<dyn periscope_model::clock::Clock> =
+        Arc::new(periscope_model::clock::SystemClock);
     if let Some(issuer) = &config.web.issuer {
         let (Some(id), Some(secret)) = (&config.web.client_id, &config.web.client_secret) else {
             return Err(anyhow!(
@@ -498,7 +498,8 @@ async fn browser_app(
         }
         web_config.default_organization = config.web.default_organization.clone();
         web_config.allowed_email_domains = config.web.allowed_email_domains.clone();
-        let web = Web::new(web_config, state.clone(), clock)?;
+        web_config.demo = demo;
+        let web = Web::new(web_config, state.clone(), clock, Some(search))?;
         tracing::info!(issuer = %issuer, "the web application signs in with an external provider");
         if config.signin.smtp_host.is_some() || config.signin.mail_from.is_some() {
             tracing::warn!(
@@ -527,6 +528,7 @@ async fn browser_app(
         });
     }
     web_config.provider_url = Some(format!("http://{internal}"));
+    web_config.demo = demo;
     let mut signin_config = SignInConfig::new(&issuer, database, mail);
     signin_config.clients.push(ClientConfig {
         client_id: WEB_CLIENT_ID.into(),
@@ -535,11 +537,12 @@ async fn browser_app(
         post_logout_redirect_uris: vec![web_config.signed_out_url()],
     });
     signin_config.application_url = Some(format!("{public_url}/"));
+    signin_config.demo = demo;
     apply_signin_settings(config, &mut signin_config);
     let signin = SignIn::open(signin_config)
         .await
         .context("cannot start the sign-in service")?;
-    let web = Web::new(web_config, state.clone(), clock)?;
+    let web = Web::new(web_config, state.clone(), clock, Some(search))?;
     Ok((web, Some(signin)))
 }
 

@@ -74,6 +74,9 @@ pub struct Config {
     /// `signin.signing_key_pem`: an RSA private key (PKCS#8 PEM, ≥ 2048 bits) to sign ID tokens
     /// with. Unset: one is generated on first start and kept in the database.
     pub signing_key_pem: Option<String>,
+    /// Whether this is the demo (`periscope serve --demo`): every page carries the notice that
+    /// the data is synthetic (`periscope_ui::DEMO_NOTICE`).
+    pub demo: bool,
 }
 
 /// One relying party.
@@ -230,6 +233,7 @@ impl Config {
             client_ip_header: None,
             application_url: None,
             signing_key_pem: None,
+            demo: false,
         }
     }
 
@@ -261,6 +265,8 @@ pub(crate) struct Settings {
     pub token_lifetime: i64,
     pub client_ip_header: Option<axum::http::HeaderName>,
     pub application_url: Option<String>,
+    /// The demo notice on every page.
+    pub demo: bool,
 }
 
 fn bad(key: impl Into<String>, reason: impl Into<String>) -> SetupError {
@@ -460,6 +466,7 @@ impl Config {
             token_lifetime: positive("signin.token_lifetime_secs", self.token_lifetime_secs)?,
             client_ip_header,
             application_url: self.application_url.clone(),
+            demo: self.demo,
         })
     }
 }

@@ -28,6 +28,7 @@ pub(crate) fn page(app: &Inner, status: StatusCode, title: &str, content: Markup
         prefix: &app.settings.mount,
         csp: SIGNIN_CSP,
         top: top_bar(&home, html! {}),
+        demo: app.settings.demo,
     }
     .render(status, html! { main.narrow { (content) } })
 }

@@ -44,14 +44,11 @@ pub use config::{
 pub use email::{EmailAddress, EmailProblem, is_disposable};
 pub use error::{SetupError, StoreError};
 pub use password::{MAX_CHARS as PASSWORD_MAX_CHARS, MIN_CHARS as PASSWORD_MIN_CHARS};
-/// The workspace's clock (`periscope_model::clock`), which [`SignIn::open_with_clock`] takes.
-pub use periscope_model::clock::{Clock, ManualClock, SystemClock};
-/// The preview banner every page carries (`periscope_ui::BANNER`).
-pub use periscope_ui::BANNER;
 
 use config::Settings;
 use jwt::Keys;
 use mail::Mailer;
+use periscope_model::clock::{Clock, SystemClock};
 use periscope_ui::csrf::CsrfKey;
 /// The workspace's one random-token module.
 pub(crate) use periscope_ui::random;

@@ -1,19 +1,25 @@
 //! The base layout of every page of both services: the document head (title, viewport, the one
 //! stylesheet from `/assets/`), the preview banner of spec §5, the demo notice when the data is
-//! synthetic (in a [`crate::demo`] scope), the top bar slot, then the page's content — and the response around it (status,
-//! media type, [`crate::headers::secure_headers`] and the page's content security policy).
+//! synthetic ([`Layout::demo`]), the top bar slot, then the page's content — and the response
+//! around it (status, media type, [`crate::headers::secure_headers`] and the page's content
+//! security policy).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, PreEscaped, html};
 
 use crate::assets;
-use crate::demo::{self, DEMO_NOTICE};
 
 /// The text of the preview banner every page carries (spec "What the service does" item 5: a
 /// preview, free of charge, functions and limits may change, businesses only, the accepted
 /// terms apply to every account).
 pub const BANNER: &str = "Preview: Periscope is a preview service, free of charge and offered to businesses only. Its functions and limits may change at any time. The accepted terms apply to every account.";
+
+/// The demo's notice, under the banner (DECISIONS.md "Demo data": every page of the demo says
+/// the data is synthetic). The API's JSON has no layout and no notice.
+pub const DEMO_NOTICE: &str = "Demo data: every host, network and name shown here is synthetic \
+     (addresses in 240.0.0.0/4 and 3fff::/20, names under .example). No real organisation's \
+     exposure is shown.";
 
 /// One page's frame: everything but its content.
 #[derive(Debug)]
@@ -26,6 +32,9 @@ pub struct Layout<'a> {
     pub csp: &'static str,
     /// The top bar ([`top_bar`]).
     pub top: Markup,
+    /// Whether the page belongs to the demo (`periscope serve --demo`): [`DEMO_NOTICE`] under
+    /// the banner.
+    pub demo: bool,
 }
 
 impl Layout<'_> {
@@ -42,7 +51,7 @@ impl Layout<'_> {
                 }
                 body {
                     div.banner role="note" { (BANNER) }
-                    @if demo::active() {
+                    @if self.demo {
                         div.banner.demo role="note" { (DEMO_NOTICE) }
                     }
                     (self.top)
@@ -91,17 +100,15 @@ mod tests {
     use crate::headers::SIGNIN_CSP;
 
     fn layout(demo: bool, title: &str) -> String {
-        let make = || {
-            Layout {
-                title,
-                prefix: "/auth",
-                csp: SIGNIN_CSP,
-                top: top_bar("/", html! { a href="/x" { "X" } }),
-            }
-            .document(html! { main { "content" } })
-            .into_string()
-        };
-        if demo { demo::within(make) } else { make() }
+        Layout {
+            title,
+            prefix: "/auth",
+            csp: SIGNIN_CSP,
+            top: top_bar("/", html! { a href="/x" { "X" } }),
+            demo,
+        }
+        .document(html! { main { "content" } })
+        .into_string()
     }
 
     /// Every statement of spec "What the service does" item 5, each checked on its own.

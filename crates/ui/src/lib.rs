@@ -3,8 +3,8 @@
 //! of protections:
 //!
 //! - [`layout`]: the base layout of every page — the preview banner of spec §5 ([`BANNER`]),
-//!   the demo notice ([`DEMO_NOTICE`], rendered by the layout within a [`demo`] scope), the top
-//!   bar slot and the stylesheet — written with maud's `html!` templates, which escape every value;
+//!   the demo notice ([`DEMO_NOTICE`], a field of the layout: [`Layout::demo`]), the top bar
+//!   slot and the stylesheet — written with maud's `html!` templates, which escape every value;
 //! - [`headers`]: the security headers of every answer and the content security policies;
 //! - [`assets`]: the one stylesheet (`assets/periscope.css`), served from `/assets/`;
 //! - [`cookie`]: reading and writing cookies (`HttpOnly`, `SameSite=Lax`, `Secure` over https);
@@ -19,11 +19,9 @@
 pub mod assets;
 pub mod cookie;
 pub mod csrf;
-pub mod demo;
 pub mod headers;
 pub mod layout;
 pub mod random;
 
-pub use demo::DEMO_NOTICE;
-pub use layout::{BANNER, Layout, top_bar};
+pub use layout::{BANNER, DEMO_NOTICE, Layout, top_bar};
 pub use maud::{Markup, PreEscaped, html};

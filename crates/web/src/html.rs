@@ -1,17 +1,24 @@
 //! Server-rendered pages on the shared layout of `periscope-ui` (the preview banner of spec §5,
 //! the one stylesheet, the security headers): the top bar — the account menu when signed in
 //! (spec §8: the ring of searches left today with the reset time, the menu's links, sign out),
-//! a "Sign in" link otherwise — and the page frame. Nothing is loaded from anywhere else:
+//! a "Sign in" link otherwise — and the page frame: a handler's page leaves its handler as a
+//! title, a top bar and content ([`page_with`]), and [`frame`], a response mapping over the
+//! router, renders it in the layout with what the application knows (the demo notice of
+//! [`crate::WebConfig::demo`]), so that no helper needs the application at hand. Nothing is
+//! loaded from anywhere else:
 //! stylesheets and scripts come from `/assets/` and the content security policy
 //! ([`periscope_ui::headers::APPLICATION_CSP`]) allows only this origin, with no inline
 //! style or script.
 
-use axum::http::StatusCode;
-use axum::response::Response;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use periscope_ui::headers::APPLICATION_CSP;
 pub(crate) use periscope_ui::headers::secure_headers;
 use periscope_ui::{Layout, top_bar};
+
+use crate::Web;
 
 /// Who the top bar shows: the signed-in address, the session's CSRF token (for the
 /// sign-out button in the account menu) and the allowance for the menu's ring.
@@ -157,13 +164,48 @@ pub(crate) fn page_with(
 ) -> Response {
     let mut names = vec!["app.js", "account.css", "account.js"];
     names.extend_from_slice(scripts);
-    Layout {
-        title,
+    let mut response = status.into_response();
+    response.extensions_mut().insert(Unframed {
+        title: title.to_owned(),
+        top: bar(top),
+        content: html! { (body) (crate::assets::tags(&names)) },
+    });
+    response
+}
+
+/// A page of [`page_with`] waiting for its frame.
+#[derive(Clone)]
+struct Unframed {
+    title: String,
+    top: Markup,
+    content: Markup,
+}
+
+/// Renders the pages of [`page_with`] in the layout, with the demo notice when the application
+/// is the demo (a response mapping over the whole router). Headers the handler added are kept
+/// (cookies added, others in place of the frame's).
+pub(crate) async fn frame(State(web): State<Web>, mut response: Response) -> Response {
+    let Some(page) = response.extensions_mut().remove::<Unframed>() else {
+        return response;
+    };
+    let (parts, _) = response.into_parts();
+    let mut framed = Layout {
+        title: &page.title,
         prefix: "",
         csp: APPLICATION_CSP,
-        top: bar(top),
+        top: page.top,
+        demo: web.inner.demo,
     }
-    .render(status, html! { (body) (crate::assets::tags(&names)) })
+    .render(parts.status, page.content);
+    let headers = framed.headers_mut();
+    for (name, value) in &parts.headers {
+        if name == header::SET_COOKIE {
+            headers.append(name, value.clone());
+        } else {
+            headers.insert(name, value.clone());
+        }
+    }
+    framed
 }
 
 /// A page with a heading and paragraphs of text (escaped), inside `main`.

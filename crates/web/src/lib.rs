@@ -3,8 +3,10 @@
 //! page, and the server-rendered pages around them.
 //!
 //! [`Web::new`] takes a [`WebConfig`] (the application's public URL, the provider's issuer, the
-//! client id and secret), the [`State`] database and a clock; [`Web::router`] is an axum
-//! [`Router`] for the application's root. What it does (reference: `docs/web.md`):
+//! client id and secret, whether this is the demo), the [`State`] database, a clock and the
+//! search service, and builds the application whole; [`Web::router`] is an axum [`Router`] for
+//! the application's root. Handlers open with the extractors of `extract` (the session of a
+//! page or of a fragment, the CSRF-checked form, the search caller, typed query parameters). What it does (reference: `docs/web.md`):
 //!
 //! - `/signin` discovers the provider and redirects to it with a state, a nonce and a PKCE
 //!   S256 challenge, remembered in the state database (`web_sign_ins`) and bound to the
@@ -25,8 +27,8 @@
 //!   Selected host panel (`/app/host`, free), pages already shown kept in the state database
 //!   (`web_pages`) so that going back costs nothing on any instance, the total (`/app/count`), Add filter (`/filter`) and Suggested Filters
 //!   (`/app/facets`); `/host?ip=…` is the free host view as a page.
-//!   [`Web::set_search`] gives the application its service; without one the page says the
-//!   search is temporarily unavailable.
+//!   [`Web::new`] gives the application its service; without one the page says the search is
+//!   temporarily unavailable.
 //! - `/?q=…&view=globe` is the Globe view of a search (spec §12, not for domain searches): a
 //!   canvas globe drawn by `assets/globe.js` with the npm packages `build.rs` builds in, fed
 //!   by `GET /app/exposure` (the API's exposure answer, free of charge) level by level as the
@@ -44,11 +46,12 @@
 //!   sign-ins in flight, pages already shown and the create-key form's one-time tokens are all
 //!   in the state database (`docs/state.md`, "Several servers").
 //! - Every state-changing form carries the session's CSRF token; every page carries the
-//!   preview banner of spec §5 and loads nothing from anywhere. Under [`mark_demo`]
+//!   preview banner of spec §5 and loads nothing from anywhere. With [`WebConfig::demo`]
 //!   (`periscope serve --demo`) the layout adds the demo's "the data is synthetic" notice
-//!   under it.
+//!   ([`DEMO_NOTICE`]) under it.
 
 mod assets;
+mod extract;
 mod html;
 mod oidc;
 mod routes;
@@ -56,7 +59,7 @@ mod session;
 mod tls;
 mod words;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::http::HeaderValue;
@@ -67,9 +70,8 @@ use periscope_service::SearchService;
 use periscope_state::{State, StateError};
 
 use oidc::RelyingParty;
-/// The demo's notice and the middleware that puts it on every page of a demo server
-/// (`axum::middleware::from_fn(mark_demo)` over the whole router; `periscope_ui::demo`).
-pub use periscope_ui::demo::{DEMO_NOTICE, mark as mark_demo};
+/// The demo's notice, which every page of a demo server carries ([`WebConfig::demo`]).
+pub use periscope_ui::DEMO_NOTICE;
 
 /// The session cookie.
 pub const SESSION_COOKIE: &str = "periscope_session";
@@ -121,6 +123,9 @@ pub struct WebConfig {
     /// The e-mail domains that may sign in (`web.allowed_email_domains`, lower case, exact
     /// match); empty: any.
     pub allowed_email_domains: Vec<String>,
+    /// Whether this is the demo (`periscope serve --demo`): every page carries the notice that
+    /// the data is synthetic ([`DEMO_NOTICE`]).
+    pub demo: bool,
 }
 
 impl WebConfig {
@@ -142,6 +147,7 @@ impl WebConfig {
             organization_claim: "org_name".to_owned(),
             default_organization: None,
             allowed_email_domains: Vec::new(),
+            demo: false,
         }
     }
 
@@ -189,7 +195,8 @@ struct Inner {
     public_url: String,
     secure: bool,
     idle_secs: i64,
-    search: OnceLock<SearchService>,
+    search: Option<SearchService>,
+    demo: bool,
 }
 
 fn config_error(key: &'static str, why: impl Into<String>) -> WebError {
@@ -221,10 +228,17 @@ fn check_url(key: &'static str, value: &str, path_allowed: bool) -> Result<url::
 }
 
 impl Web {
-    /// Checks the settings and builds the application. The provider is not contacted here:
-    /// discovery runs at each sign-in, so the application starts while the provider is down
-    /// (and says "Session service unavailable" until it is back).
-    pub fn new(config: WebConfig, state: State, clock: Arc<dyn Clock>) -> Result<Self, WebError> {
+    /// Checks the settings and builds the application, whole: `search` is the service its
+    /// search bar runs (the one the API runs, so both share the allowance; `None`: the page
+    /// says search is temporarily unavailable). The provider is not contacted here: discovery
+    /// runs at each sign-in, so the application starts while the provider is down (and says
+    /// "Session service unavailable" until it is back).
+    pub fn new(
+        config: WebConfig,
+        state: State,
+        clock: Arc<dyn Clock>,
+        search: Option<SearchService>,
+    ) -> Result<Self, WebError> {
         let public = check_url("web.public_url", &config.public_url, false)?;
         let issuer = check_url("web.issuer", &config.issuer, true)?;
         let rewrite = match &config.provider_url {
@@ -300,23 +314,10 @@ impl Web {
                 public_url: config.public_url,
                 secure: public.scheme() == "https",
                 idle_secs: config.session_idle_secs,
-                search: OnceLock::new(),
+                search,
+                demo: config.demo,
             }),
         })
-    }
-
-    /// Gives the application the search service its search bar runs (the one the API runs,
-    /// so both share the allowance). Only the first call counts; it returns whether it did.
-    pub fn set_search(&self, service: SearchService) -> bool {
-        self.inner.search.set(service).is_ok()
-    }
-
-    /// The search service, or the refusal that says search is temporarily unavailable.
-    pub(crate) fn service(&self) -> Result<&SearchService, periscope_service::ServiceError> {
-        self.inner
-            .search
-            .get()
-            .ok_or_else(|| periscope_service::ServiceError::Unavailable("no search service".into()))
     }
 
     /// The application's routes, for the root of its public URL.
@@ -349,6 +350,10 @@ impl Web {
                 "/api-access/keys/{id}/revoke",
                 get(routes::keys::confirm).post(routes::keys::revoke),
             )
+            .layer(axum::middleware::map_response_with_state(
+                self.clone(),
+                html::frame,
+            ))
             .with_state(self.clone())
     }
 

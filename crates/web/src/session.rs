@@ -1,6 +1,6 @@
 //! What every handler shares: the session check (idle timeout, "Sign in to search", "Your
-//! session expired"), cookies, `return_to` validation, the CSRF check, redirects and the error
-//! pages.
+//! session expired") behind the extractors of [`crate::extract`], cookies, `return_to`
+//! validation, the CSRF check, redirects and the error pages.
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -8,11 +8,6 @@ use periscope_state::{Account, WebSession, WebSessionLookup};
 
 use crate::html::{self, Ring, TopBar, message};
 use crate::{CALLBACK_PATH, SESSION_COOKIE, SIGN_IN_TO_SEARCH, UNAVAILABLE, Web};
-
-/// A request id for the search service (random; `web` if the system has no randomness).
-pub(crate) fn request_id() -> String {
-    random_token().unwrap_or_else(|_| "web".into())
-}
 
 /// 32 random bytes, base64url (`periscope_ui::random`, the workspace's one random-token module).
 pub(crate) use periscope_ui::random::secret as random_token;
@@ -101,30 +96,6 @@ pub(crate) struct Signed {
     pub(crate) session: WebSession,
     pub(crate) account: Account,
     pub(crate) ring: Ring,
-    /// The client's address (see [`Client`]), kept in the audit record of its searches; set by
-    /// the handlers that search.
-    pub(crate) client: Option<std::net::IpAddr>,
-}
-
-/// The client's address as the server determined it (the `ConnectInfo` peer address: the
-/// client's behind a trusted proxy), for the audit record; `None` when the router was called
-/// without one.
-pub(crate) struct Client(pub(crate) Option<std::net::IpAddr>);
-
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Client {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        _state: &S,
-    ) -> Result<Self, Self::Rejection> {
-        Ok(Client(
-            parts
-                .extensions
-                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-                .map(|info| info.0.ip()),
-        ))
-    }
 }
 
 impl Signed {
@@ -149,9 +120,9 @@ impl Signed {
 pub(crate) async fn read_ring(web: &Web, account: &Account) -> Ring {
     use periscope_state::{DailyLimit, UtcDay};
     let inner = &web.inner;
-    let usage = match inner.search.get() {
+    let usage = match &inner.search {
         Some(service) => {
-            let caller = crate::routes::search::caller(account, None);
+            let caller = crate::extract::caller(account, None);
             service.allowance(&caller).await.map_err(|e| e.to_string())
         }
         None => match account.daily_limit {
@@ -222,7 +193,6 @@ pub(crate) async fn require_session(
         session,
         account,
         ring,
-        client: None,
     })
 }
 
@@ -257,7 +227,6 @@ pub(crate) async fn optional_session(web: &Web, headers: &HeaderMap) -> Option<S
         session,
         account,
         ring,
-        client: None,
     })
 }
 
@@ -295,7 +264,6 @@ pub(crate) async fn require_session_fragment(
             session,
             account,
             ring: Ring::Unread,
-            client: None,
         }),
         Ok(None) => Err(ended()),
         Err(e) => Err(internal("cannot read the account", &e)),
@@ -314,6 +282,8 @@ pub(crate) fn sign_in_to_search(here: &str) -> Response {
     )
 }
 
+/// A form that carries nothing but the CSRF token (and, for the account's marketing form,
+/// `consent`).
 #[derive(serde::Deserialize)]
 pub(crate) struct CsrfForm {
     #[serde(default)]
@@ -322,20 +292,10 @@ pub(crate) struct CsrfForm {
     pub(crate) consent: String,
 }
 
-/// [`require_session`] for a form's POST: the session, and the form's CSRF token (`csrf`)
-/// checked against it; otherwise the page to show instead ("This form has expired" for a
-/// token that is not the session's).
-pub(crate) async fn require_form(
-    web: &Web,
-    headers: &HeaderMap,
-    uri: &Uri,
-    csrf: &str,
-) -> Result<Signed, Response> {
-    let signed = require_session(web, headers, uri).await?;
-    if !same(csrf, &signed.session.csrf) {
-        return Err(csrf_refused(Some(&signed.top())));
+impl crate::extract::CsrfField for CsrfForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
     }
-    Ok(signed)
 }
 
 pub(crate) fn csrf_refused(top: Option<&TopBar<'_>>) -> Response {

@@ -4,25 +4,32 @@
 //! required with `S256`. Without a live session (or with `prompt=login`, or past `max_age`)
 //! the browser goes to the sign-in page and comes back here.
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use url::Url;
 
-use super::{App, Params, Unavailable, see_other};
+use super::{App, FormParams, Params, QueryParams, Unavailable, see_other};
 use crate::html;
 use crate::store::NewCode;
 
 /// Longest `state` and `nonce` accepted.
 const MAX_STATE: usize = 2048;
 
-pub(crate) async fn get(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Response {
-    handle(&app, Params::from_query(uri.query()), &headers).await
+pub(crate) async fn get(
+    State(app): State<App>,
+    headers: HeaderMap,
+    QueryParams(params): QueryParams,
+) -> Response {
+    handle(&app, params, &headers).await
 }
 
-pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Response {
-    handle(&app, Params::from_body(&body), &headers).await
+pub(crate) async fn post(
+    State(app): State<App>,
+    headers: HeaderMap,
+    FormParams(params): FormParams,
+) -> Response {
+    handle(&app, params, &headers).await
 }
 
 /// A page for a request that cannot be sent back to any client.

@@ -2,12 +2,11 @@
 //! may prefetch links — and shows the choose-password form; submitting the form with a password
 //! the policy accepts uses the link once, confirms the address and stores the Argon2id hash.
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::{App, Params, Unavailable, csrf_refused, see_other, with_cookies};
+use super::{App, FormParams, QueryParams, Unavailable, csrf_refused, see_other, with_cookies};
 use crate::email::EmailAddress;
 use crate::html;
 use crate::password;
@@ -97,8 +96,11 @@ fn render(
     )
 }
 
-pub(crate) async fn get(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Response {
-    let params = Params::from_query(uri.query());
+pub(crate) async fn get(
+    State(app): State<App>,
+    headers: HeaderMap,
+    QueryParams(params): QueryParams,
+) -> Response {
     let token = params.field("token");
     match status(&app, token).await {
         Err(e) => e.into_response(),
@@ -114,8 +116,11 @@ pub(crate) async fn get(State(app): State<App>, uri: Uri, headers: HeaderMap) ->
     }
 }
 
-pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Response {
-    let params = Params::from_body(&body);
+pub(crate) async fn post(
+    State(app): State<App>,
+    headers: HeaderMap,
+    FormParams(params): FormParams,
+) -> Response {
     let token = params.field("token");
     if !app.csrf_ok(&headers, params.field("csrf")) {
         let retry = match token {

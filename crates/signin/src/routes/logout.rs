@@ -4,13 +4,15 @@
 //! must be registered exactly for the client the hint or `client_id` names; `state` is returned
 //! with it. The account page's "Sign out" button posts here too.
 
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use url::Url;
 
-use super::{App, Params, SESSION_COOKIE, Unavailable, csrf_refused, see_other, with_cookies};
+use super::{
+    App, FormParams, Params, QueryParams, SESSION_COOKIE, Unavailable, csrf_refused, see_other,
+    with_cookies,
+};
 use crate::html;
 use maud::{Markup, html};
 
@@ -128,8 +130,11 @@ async fn end(app: &App, headers: &HeaderMap, request: &Request) -> Response {
     with_cookies(response, [app.cookie(SESSION_COOKIE, None)])
 }
 
-pub(crate) async fn get(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Response {
-    let params = Params::from_query(uri.query());
+pub(crate) async fn get(
+    State(app): State<App>,
+    headers: HeaderMap,
+    QueryParams(params): QueryParams,
+) -> Response {
     let request = match check(&app, &params) {
         Ok(request) => request,
         Err(message) => return refuse(&message),
@@ -191,8 +196,11 @@ fn confirm_view(action: &str, csrf: &str, carried: &[(&str, &str)]) -> Markup {
     }
 }
 
-pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Response {
-    let params = Params::from_body(&body);
+pub(crate) async fn post(
+    State(app): State<App>,
+    headers: HeaderMap,
+    FormParams(params): FormParams,
+) -> Response {
     if !app.csrf_ok(&headers, params.field("csrf")) {
         return csrf_refused(&app.path("/account"));
     }

@@ -1,7 +1,8 @@
 //! The HTTP surface, laid out like the URLs (relative to the issuer's path): OpenID Connect
 //! (`discovery`, `authorize`, `token`, `userinfo`, `logout`) and the pages (`register`,
 //! `confirm`, `signin`, `terms`, `account`). This module holds what they share: cookies, the
-//! session, CSRF pairing, the client address, parameters, and the failure answer.
+//! session, CSRF pairing, the client address, parameters (and their extractors, [`QueryParams`]
+//! and [`FormParams`]), and the failure answer.
 
 mod account;
 mod authorize;
@@ -284,6 +285,36 @@ impl Params {
         url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(self.0.iter())
             .finish()
+    }
+}
+
+/// The parameters of a request's query string, as received ([`Params`]); never refused.
+pub(crate) struct QueryParams(pub(crate) Params);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for QueryParams {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        _state: &S,
+    ) -> Result<Self, std::convert::Infallible> {
+        Ok(QueryParams(Params::from_query(parts.uri.query())))
+    }
+}
+
+/// The parameters of a form's (or a back channel's) `application/x-www-form-urlencoded` body,
+/// as received ([`Params`]); refused only as axum refuses a body it cannot read.
+pub(crate) struct FormParams(pub(crate) Params);
+
+impl<S: Send + Sync> axum::extract::FromRequest<S> for FormParams {
+    type Rejection = axum::extract::rejection::BytesRejection;
+
+    async fn from_request(
+        request: axum::extract::Request,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let body = axum::body::Bytes::from_request(request, state).await?;
+        Ok(FormParams(Params::from_body(&body)))
     }
 }
 

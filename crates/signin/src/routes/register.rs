@@ -3,12 +3,11 @@
 //! marketing consent); disposable domains refused; an address already registered is pointed to
 //! sign-in and nothing is created; otherwise a single-use link is e-mailed.
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::{App, Params, Unavailable, csrf_refused, with_cookies};
+use super::{App, FormParams, Unavailable, csrf_refused, with_cookies};
 use crate::email::EmailAddress;
 use crate::html;
 use crate::mail::RegistrationMail;
@@ -135,8 +134,11 @@ fn organisation(input: &str) -> Result<&str, &'static str> {
     Ok(name)
 }
 
-pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Response {
-    let params = Params::from_body(&body);
+pub(crate) async fn post(
+    State(app): State<App>,
+    headers: HeaderMap,
+    FormParams(params): FormParams,
+) -> Response {
     if !app.csrf_ok(&headers, params.field("csrf")) {
         return csrf_refused(&app.path("/register"));
     }

@@ -7,7 +7,9 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::{App, Params, SESSION_COOKIE, Unavailable, csrf_refused, see_other, with_cookies};
+use super::{
+    App, Params, QueryParams, SESSION_COOKIE, Unavailable, csrf_refused, see_other, with_cookies,
+};
 use crate::email::EmailAddress;
 use crate::html;
 use maud::{Markup, html};
@@ -79,9 +81,8 @@ fn render(
 pub(crate) async fn get(
     State(app): State<App>,
     headers: HeaderMap,
-    uri: axum::http::Uri,
+    QueryParams(params): QueryParams,
 ) -> Response {
-    let params = Params::from_query(uri.query());
     let notice = if params.field("confirmed").is_some() {
         Notice::Confirmed
     } else {

@@ -4,7 +4,6 @@
 //! access token and an RS256 ID token.
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -13,7 +12,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::{App, Params};
+use super::{App, FormParams, Params};
 use crate::config::ClientConfig;
 use crate::store::Redeemed;
 
@@ -57,8 +56,12 @@ fn no_store(headers: &mut HeaderMap) {
     headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
 }
 
-pub(crate) async fn post(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Response {
-    match exchange(&app, &headers, &Params::from_body(&body)).await {
+pub(crate) async fn post(
+    State(app): State<App>,
+    headers: HeaderMap,
+    FormParams(params): FormParams,
+) -> Response {
+    match exchange(&app, &headers, &params).await {
         Ok(response) => response,
         Err(e) => e.into_response(),
     }

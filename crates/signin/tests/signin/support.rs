@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::Duration;
 
-use periscope_signin::{BANNER, ClientConfig, Config, MailConfig, ManualClock, SignIn};
+use periscope_model::clock::{Clock, ManualClock, SystemClock};
+use periscope_signin::{ClientConfig, Config, MailConfig, SignIn};
 use periscope_state::testing::{Fixture, Target, TempDir};
+use periscope_ui::BANNER;
 
 pub const WEB_ID: &str = "periscope-web";
 pub const WEB_SECRET: &str = "web-secret-0123456789";
@@ -178,9 +180,7 @@ impl Provider {
             config.signing_key_pem = Some(test_key_pem());
         }
         // Starts at the real time: the relying-party library checks token expiry against it.
-        let clock = Arc::new(ManualClock::new(
-            periscope_signin::Clock::now(&periscope_signin::SystemClock).unix(),
-        ));
+        let clock = Arc::new(ManualClock::new(SystemClock.now().unix()));
         let signin = SignIn::open_with_clock(config, clock.clone())
             .await
             .unwrap();
@@ -205,7 +205,7 @@ impl Provider {
     }
 
     pub fn now(&self) -> i64 {
-        periscope_signin::Clock::now(&*self.clock).unix()
+        self.clock.now().unix()
     }
 
     pub fn url(&self, path: &str) -> String {

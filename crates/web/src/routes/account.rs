@@ -1,26 +1,22 @@
 //! `GET /account` and `POST /account/marketing`: the account as recorded, and giving or
 //! withdrawing marketing consent.
 
-use axum::extract::{Form, State as AxumState};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::extract::State as AxumState;
+use axum::http::StatusCode;
 use axum::response::Response;
 
 use maud::{Markup, html};
 use periscope_state::{Account, Organisation};
 
 use crate::Web;
+use crate::extract::{SignedForm, SignedPage};
 use crate::html::{message, page};
 use crate::session::*;
 
 pub(crate) async fn account(
     AxumState(web): AxumState<Web>,
-    headers: HeaderMap,
-    uri: Uri,
+    SignedPage(signed): SignedPage,
 ) -> Response {
-    let signed = match require_session(&web, &headers, &uri).await {
-        Ok(signed) => signed,
-        Err(page) => return page,
-    };
     account_page(&web, &signed, None).await
 }
 
@@ -80,14 +76,8 @@ fn view(account: &Account, orgs: &[Organisation], csrf: &str, notice: Option<&st
 
 pub(crate) async fn marketing(
     AxumState(web): AxumState<Web>,
-    headers: HeaderMap,
-    uri: Uri,
-    Form(form): Form<CsrfForm>,
+    SignedForm { mut signed, form }: SignedForm<CsrfForm>,
 ) -> Response {
-    let mut signed = match require_form(&web, &headers, &uri, &form.csrf).await {
-        Ok(signed) => signed,
-        Err(page) => return page,
-    };
     let consent = match form.consent.as_str() {
         "withdraw" => false,
         "give" => true,

@@ -8,19 +8,17 @@
 //! account as caller; a refusal is `{title, message}` in the spec's web wording with the API's
 //! status.
 
-use axum::extract::State as AxumState;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use periscope_api_types::{ExposureResponse, WebWording};
 use periscope_query::{Field, Query};
 use periscope_service::{ExposureRequest, ServiceError};
 
-use crate::Web;
 use crate::assets::href;
+use crate::extract::{Params, Search, SignedFragment};
 use crate::html::{column_heads, secure_headers};
 use crate::routes::search::{error_wording, search_href};
-use crate::session::{Client, request_id, require_session_fragment};
 
 /// The assets a page with the Globe loads after `app.js`, in order.
 pub(crate) const ASSETS: &[&str] = &[
@@ -95,28 +93,21 @@ pub(crate) fn section(text: &str, query: &Query) -> Markup {
     }
 }
 
-/// The parameters of `GET /app/exposure`.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Params {
+/// The parameters of `GET /app/exposure`: `q`, and `resolution` (default `global`, as in the
+/// API); anything else is ignored.
+#[derive(Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
+pub(crate) struct ExposureParams {
     q: String,
     resolution: String,
 }
 
-impl Params {
-    /// Reads `q` and `resolution` (default `global`, as in the API); anything else is ignored.
-    fn parse(query: Option<&str>) -> Self {
-        let mut out = Self {
+impl Default for ExposureParams {
+    fn default() -> Self {
+        Self {
             q: String::new(),
             resolution: "global".into(),
-        };
-        for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-            match &*k {
-                "q" => out.q = v.into_owned(),
-                "resolution" => out.resolution = v.into_owned(),
-                _ => {}
-            }
         }
-        out
     }
 }
 
@@ -150,30 +141,22 @@ fn error_body(e: &ServiceError) -> (StatusCode, String) {
 /// `GET /app/exposure?q=<prefixed query>&resolution=global|regional|local`: the exposure of
 /// the query at that level, free of charge.
 pub(crate) async fn exposure(
-    AxumState(web): AxumState<Web>,
-    Client(client): Client,
-    headers: HeaderMap,
-    uri: Uri,
+    SignedFragment(signed): SignedFragment,
+    search: Search,
+    Params(params): Params<ExposureParams>,
 ) -> Response {
-    let mut signed = match require_session_fragment(&web, &headers).await {
-        Ok(signed) => signed,
-        Err(response) => return response,
-    };
-    signed.client = client;
-    let params = Params::parse(uri.query());
-    let service = match web.service() {
+    let service = match search.service() {
         Ok(service) => service,
         Err(e) => {
             let (status, body) = error_body(&e);
             return json(status, body);
         }
     };
-    let caller = crate::routes::search::caller(&signed.account, signed.client);
-    let request_id = request_id();
+    let request_id = &search.request_id;
     let answer = service
         .exposure(
-            &caller,
-            &request_id,
+            &search.caller(&signed),
+            request_id,
             ExposureRequest {
                 query: &params.q,
                 resolution: &params.resolution,
@@ -206,12 +189,13 @@ mod tests {
 
     #[test]
     fn params_default_to_global() {
-        let p = Params::parse(Some("q=port%3A443&x=1"));
+        let parse = crate::extract::parse_query::<ExposureParams>;
+        let p = parse(Some("q=port%3A443&x=1"));
         assert_eq!(
             (p.q.as_str(), p.resolution.as_str()),
             ("port:443", "global")
         );
-        let p = Params::parse(Some("resolution=local&q=asn%3A1"));
+        let p = parse(Some("resolution=local&q=asn%3A1"));
         assert_eq!((p.q.as_str(), p.resolution.as_str()), ("asn:1", "local"));
     }
 

@@ -5,8 +5,8 @@
 //! shown again); `GET /api-access/keys/{id}/revoke` asks to confirm and
 //! `POST /api-access/keys/{id}/revoke` revokes, effective at the key's next request.
 
-use axum::extract::{Form, Path, State as AxumState};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::extract::{Path, State as AxumState};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use periscope_model::Timestamp;
 use periscope_state::{ApiKey, KEY_NAME_MAX_CHARS, KeyId, KeyInfo, StateError};
@@ -14,6 +14,7 @@ use periscope_state::{ApiKey, KEY_NAME_MAX_CHARS, KeyId, KeyInfo, StateError};
 use maud::{Markup, html};
 
 use crate::Web;
+use crate::extract::{CsrfField, SignedForm, SignedPage};
 use crate::html::{column_heads, message, page_with};
 use crate::routes::report::thousands;
 use crate::session::*;
@@ -28,6 +29,12 @@ pub(crate) struct CreateForm {
     form: String,
     #[serde(default)]
     name: String,
+}
+
+impl CsrfField for CreateForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
 }
 
 /// Why a key name is refused, in words for the user (the state's rules: optional, trimmed, at
@@ -201,11 +208,10 @@ fn view_page(view: &View<'_>, csrf: &str, form_token: &str, keys: &[KeyInfo]) ->
 }
 
 /// `GET /api-access`.
-pub(crate) async fn page(AxumState(web): AxumState<Web>, headers: HeaderMap, uri: Uri) -> Response {
-    let signed = match require_session(&web, &headers, &uri).await {
-        Ok(signed) => signed,
-        Err(page) => return page,
-    };
+pub(crate) async fn page(
+    AxumState(web): AxumState<Web>,
+    SignedPage(signed): SignedPage,
+) -> Response {
     let view = View {
         status: StatusCode::OK,
         notice: None,
@@ -220,14 +226,8 @@ pub(crate) async fn page(AxumState(web): AxumState<Web>, headers: HeaderMap, uri
 /// sent again (a reload) creates nothing and says so.
 pub(crate) async fn create(
     AxumState(web): AxumState<Web>,
-    headers: HeaderMap,
-    uri: Uri,
-    Form(form): Form<CreateForm>,
+    SignedForm { signed, form }: SignedForm<CreateForm>,
 ) -> Response {
-    let signed = match require_form(&web, &headers, &uri, &form.csrf).await {
-        Ok(signed) => signed,
-        Err(page) => return page,
-    };
     fn refused<'a>(why: &'a str, name: &'a str) -> View<'a> {
         View {
             status: StatusCode::UNPROCESSABLE_ENTITY,
@@ -333,14 +333,9 @@ fn label(k: &KeyInfo) -> String {
 /// `GET /api-access/keys/{id}/revoke`: the confirmation step.
 pub(crate) async fn confirm(
     AxumState(web): AxumState<Web>,
-    headers: HeaderMap,
-    uri: Uri,
     Path(id): Path<String>,
+    SignedPage(signed): SignedPage,
 ) -> Response {
-    let signed = match require_session(&web, &headers, &uri).await {
-        Ok(signed) => signed,
-        Err(page) => return page,
-    };
     let key = match own_key(&web, &signed, &id).await {
         Ok(Some(key)) => key,
         Ok(None) => return no_such_key(&signed),
@@ -382,15 +377,9 @@ pub(crate) async fn confirm(
 /// `POST /api-access/keys/{id}/revoke`.
 pub(crate) async fn revoke(
     AxumState(web): AxumState<Web>,
-    headers: HeaderMap,
-    uri: Uri,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    SignedForm { signed, .. }: SignedForm<CsrfForm>,
 ) -> Response {
-    let signed = match require_form(&web, &headers, &uri, &form.csrf).await {
-        Ok(signed) => signed,
-        Err(page) => return page,
-    };
     let key = match own_key(&web, &signed, &id).await {
         Ok(Some(key)) => key,
         Ok(None) => return no_such_key(&signed),

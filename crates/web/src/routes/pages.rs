@@ -2,49 +2,42 @@
 //! `GET /signed-out`.
 
 use axum::extract::State as AxumState;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::Response;
 
 use maud::html;
 
 use crate::Web;
+use crate::extract::{Params, Search, SignedPage};
 use crate::html::{message, page_with};
 use crate::routes::{globe, search};
-use crate::session::*;
 
 pub(crate) async fn home(
     AxumState(web): AxumState<Web>,
-    Client(client): Client,
-    headers: HeaderMap,
-    uri: Uri,
+    SignedPage(mut signed): SignedPage,
+    search: Search,
+    Params(params): Params<search::Params>,
 ) -> Response {
-    match require_session(&web, &headers, &uri).await {
-        Ok(mut signed) => {
-            signed.client = client;
-            let params = search::Params::parse(uri.query());
-            let (status, section) = search::search_section(&web, &signed, &params).await;
-            // The ring shows the allowance after the search this page ran.
-            signed.refresh_ring(&web).await;
-            let title = match params.q.as_deref().map(str::trim) {
-                Some(q) if !q.is_empty() => "Search results",
-                _ => "Search",
-            };
-            // The search page's assets, and in the Globe view the Globe's script and packages
-            // (unused, and harmless, if a domain search returned to Results).
-            let mut assets = vec!["search.css", "search.js"];
-            if params.view == search::View::Globe {
-                assets.extend_from_slice(globe::ASSETS);
-            }
-            page_with(
-                status,
-                title,
-                Some(&signed.top()),
-                html! { main.search aria-label="Search" { (section) } },
-                &assets,
-            )
-        }
-        Err(page) => page,
+    let (status, section) = search::search_section(&web, &signed, &search, &params).await;
+    // The ring shows the allowance after the search this page ran.
+    signed.refresh_ring(&web).await;
+    let title = match params.q.as_deref().map(str::trim) {
+        Some(q) if !q.is_empty() => "Search results",
+        _ => "Search",
+    };
+    // The search page's assets, and in the Globe view the Globe's script and packages
+    // (unused, and harmless, if a domain search returned to Results).
+    let mut assets = vec!["search.css", "search.js"];
+    if params.view == search::View::Globe {
+        assets.extend_from_slice(globe::ASSETS);
     }
+    page_with(
+        status,
+        title,
+        Some(&signed.top()),
+        html! { main.search aria-label="Search" { (section) } },
+        &assets,
+    )
 }
 
 pub(crate) async fn signed_out() -> Response {

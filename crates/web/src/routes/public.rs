@@ -4,14 +4,15 @@
 //! instance's public URL) and `GET /release-notes` (`docs/release-notes.md`, compiled in).
 
 use axum::extract::State as AxumState;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 
 use maud::{Markup, html};
 
 use crate::Web;
+use crate::extract::MaybeSigned;
 use crate::html::page;
-use crate::session::{optional_session, redirect};
+use crate::session::redirect;
 
 /// The release notes, compiled into the binary.
 const RELEASE_NOTES: &str = include_str!("../../../../docs/release-notes.md");
@@ -125,8 +126,10 @@ fn examples(base: &str) -> Vec<Example> {
 }
 
 /// `GET /quickstart`.
-pub(crate) async fn quickstart(AxumState(web): AxumState<Web>, headers: HeaderMap) -> Response {
-    let signed = optional_session(&web, &headers).await;
+pub(crate) async fn quickstart(
+    AxumState(web): AxumState<Web>,
+    MaybeSigned(signed): MaybeSigned,
+) -> Response {
     let base = &web.inner.public_url;
     let body = quickstart_view(base, &examples(base));
     page(
@@ -270,8 +273,7 @@ fn markdown(text: &str) -> Markup {
 }
 
 /// `GET /release-notes`.
-pub(crate) async fn release_notes(AxumState(web): AxumState<Web>, headers: HeaderMap) -> Response {
-    let signed = optional_session(&web, &headers).await;
+pub(crate) async fn release_notes(MaybeSigned(signed): MaybeSigned) -> Response {
     page(
         StatusCode::OK,
         "Release notes",

@@ -6,14 +6,15 @@
 //! stored report can drive the terminal of the administrator who lists it. A refused
 //! description is shown again as typed (escaped for HTML).
 
-use axum::extract::{Form, State as AxumState};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::extract::State as AxumState;
+use axum::http::StatusCode;
 use axum::response::Response;
 use periscope_state::REPORT_MAX_CHARS;
 
 use maud::{Markup, html};
 
 use crate::Web;
+use crate::extract::{CsrfField, SignedForm, SignedPage};
 use crate::html::page_with;
 use crate::session::*;
 
@@ -23,6 +24,12 @@ pub(crate) struct ReportForm {
     csrf: String,
     #[serde(default)]
     description: String,
+}
+
+impl CsrfField for ReportForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
 }
 
 /// `4000` as `4,000` ([`crate::words::grouped`]).
@@ -118,24 +125,15 @@ fn received_view() -> Markup {
 }
 
 /// `GET /report-a-problem`.
-pub(crate) async fn form(AxumState(web): AxumState<Web>, headers: HeaderMap, uri: Uri) -> Response {
-    match require_session(&web, &headers, &uri).await {
-        Ok(signed) => form_page(&signed, StatusCode::OK, "", None),
-        Err(page) => page,
-    }
+pub(crate) async fn form(SignedPage(signed): SignedPage) -> Response {
+    form_page(&signed, StatusCode::OK, "", None)
 }
 
 /// `POST /report-a-problem`.
 pub(crate) async fn submit(
     AxumState(web): AxumState<Web>,
-    headers: HeaderMap,
-    uri: Uri,
-    Form(form): Form<ReportForm>,
+    SignedForm { signed, form }: SignedForm<ReportForm>,
 ) -> Response {
-    let signed = match require_form(&web, &headers, &uri, &form.csrf).await {
-        Ok(signed) => signed,
-        Err(page) => return page,
-    };
     let description = normalise(&form.description);
     if let Some(why) = refusal(&description) {
         return form_page(

@@ -1,24 +1,37 @@
 //! `GET /signin` (the redirect to the provider with state, nonce and PKCE) and
 //! `GET /oidc/callback` (checking them, preparing the account at first sign-in, the session).
 
-use std::collections::HashMap;
-
-use axum::extract::{Query, State as AxumState};
+use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use periscope_model::Timestamp;
 use periscope_state::{Account, Email, NewAccount, PendingSignIn, StateError, TermsAcceptance};
 
+use crate::extract::Params;
 use crate::oidc::{Identity, OidcError};
 use crate::session::*;
 use crate::{CALLBACK_PATH, LOGIN_COOKIE, SESSION_COOKIE, SIGN_IN_LIFETIME_SECS, Web};
 
+/// The query of `GET /signin`: where to come back after signing in.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct SignInParams {
+    return_to: Option<String>,
+}
+
+/// The query of the callback, as the provider sent it (RFC 6749 §4.1.2).
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct CallbackParams {
+    state: Option<String>,
+    code: Option<String>,
+    error: Option<String>,
+}
+
 pub(crate) async fn sign_in(
     AxumState(web): AxumState<Web>,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<SignInParams>,
 ) -> Response {
     let inner = &web.inner;
-    let return_to = safe_return_to(query.get("return_to").map(String::as_str));
+    let return_to = safe_return_to(query.return_to.as_deref());
     let provider = match inner.rp.discover().await {
         Ok(p) => p,
         Err(e) => return unavailable(&e.to_string()),
@@ -54,7 +67,7 @@ pub(crate) async fn sign_in(
 pub(crate) async fn callback(
     AxumState(web): AxumState<Web>,
     headers: HeaderMap,
-    Query(query): Query<HashMap<String, String>>,
+    Params(query): Params<CallbackParams>,
 ) -> Response {
     let inner = &web.inner;
     let mut response = finish_sign_in(&web, &headers, &query).await;
@@ -69,10 +82,10 @@ pub(crate) async fn callback(
 pub(crate) async fn finish_sign_in(
     web: &Web,
     headers: &HeaderMap,
-    query: &HashMap<String, String>,
+    query: &CallbackParams,
 ) -> Response {
     let inner = &web.inner;
-    let Some(state) = query.get("state") else {
+    let Some(state) = &query.state else {
         return sign_in_failed("The answer from the sign-in service carries no state.");
     };
     let bound = cookie_value(headers, LOGIN_COOKIE);
@@ -91,12 +104,12 @@ pub(crate) async fn finish_sign_in(
         }
         Err(e) => return internal("cannot read the sign-in in flight", &e),
     };
-    if let Some(error) = query.get("error") {
+    if let Some(error) = &query.error {
         return sign_in_failed(&format!(
             "The sign-in service answered with the error “{error}”."
         ));
     }
-    let Some(code) = query.get("code") else {
+    let Some(code) = &query.code else {
         return sign_in_failed("The answer from the sign-in service carries no code.");
     };
     let provider = match inner.rp.discover().await {

@@ -1,23 +1,23 @@
 //! `POST /signout`: ends the session here and at the provider (RP-initiated logout).
 
 use axum::extract::{Form, State as AxumState};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{StatusCode, header};
 use axum::response::Response;
 
+use crate::extract::MaybeSigned;
 use crate::html::message;
 use crate::session::*;
 use crate::{SESSION_COOKIE, SIGNED_OUT_PATH, UNAVAILABLE, Web};
 
 pub(crate) async fn sign_out(
     AxumState(web): AxumState<Web>,
-    headers: HeaderMap,
-    uri: Uri,
+    MaybeSigned(signed): MaybeSigned,
     Form(form): Form<CsrfForm>,
 ) -> Response {
     let inner = &web.inner;
-    let signed = match require_session(&web, &headers, &uri).await {
-        Ok(signed) => signed,
-        Err(_) => return redirect("/"),
+    // Without an active session there is nothing to end: back to the home page.
+    let Some(signed) = signed else {
+        return redirect("/");
     };
     if !same(&form.csrf, &signed.session.csrf) {
         return csrf_refused(Some(&signed.top()));

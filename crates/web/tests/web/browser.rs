@@ -139,9 +139,8 @@ async fn the_search_page_in_chromium() {
         return;
     }
     on_each_backend("web_browser", |fixture| async move {
-        let app = App::embedded(&fixture, None).await;
         let search = service(&fixture);
-        assert!(app.web.set_search(search.clone()));
+        let app = App::embedded_searching(&fixture, search.clone()).await;
         let browser = Browser::new();
         let (email, password) = ("cho@example.com", "a long enough password 2");
         register_via_outbox(&app, &browser, email, "Example Ltd", password).await;

@@ -52,8 +52,7 @@ fn body(page: &Page) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_exposure_route_answers_the_api_exposure_free_of_charge() {
     on_each_backend("web_globe", |fixture| async move {
-        let app = App::embedded(&fixture, None).await;
-        assert!(app.web.set_search(service(&fixture)));
+        let app = App::embedded_searching(&fixture, service(&fixture)).await;
         let browser = Browser::new();
         let (email, password) = ("gil@example.com", "a long enough password 3");
         register_via_outbox(&app, &browser, email, "Example Ltd", password).await;
@@ -216,8 +215,7 @@ async fn the_globe_in_chromium() {
         return;
     }
     on_each_backend("web_globe_browser", |fixture| async move {
-        let app = App::embedded(&fixture, None).await;
-        assert!(app.web.set_search(service(&fixture)));
+        let app = App::embedded_searching(&fixture, service(&fixture)).await;
         let browser = Browser::new();
         let (email, password) = ("gia@example.com", "a long enough password 4");
         register_via_outbox(&app, &browser, email, "Example Ltd", password).await;

@@ -11,9 +11,8 @@ use crate::support::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_shown_by_one_instance_comes_back_free_from_the_other() {
     on_each_backend("web_two_pages", |fixture| async move {
-        let one = App::embedded(&fixture, None).await;
         let search = service(&fixture);
-        assert!(one.web.set_search(search.clone()));
+        let one = App::embedded_searching(&fixture, search.clone()).await;
         let state_two = fixture.reopen().await.unwrap();
         let two = App::second_instance(&one, &state_two, Some(service_on(&state_two))).await;
         let email = "rae@example.com";

@@ -36,9 +36,8 @@ async fn the_newcomer_journey_in_chromium() {
         return;
     }
     on_each_backend("web_journey_browser", |fixture| async move {
-        let app = App::embedded(&fixture, None).await;
         let search = service(&fixture);
-        assert!(app.web.set_search(search.clone()));
+        let app = App::embedded_searching(&fixture, search.clone()).await;
         let (email, password) = ("noor@example.com", "cedar window patiently 58");
         let artifacts = artifacts("journey", &fixture);
         let mut command = node_suite("journey.mjs", &app.origin, "", &artifacts);

@@ -91,8 +91,7 @@ pub(crate) fn search_url(app: &App, q: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_search_bar_recognises_runs_pages_and_words_conditions() {
     on_each_backend("web_search", |fixture| async move {
-        let app = App::embedded(&fixture, None).await;
-        assert!(app.web.set_search(service(&fixture)));
+        let app = App::embedded_searching(&fixture, service(&fixture)).await;
         let browser = Browser::new();
         let (email, password) = ("sam@example.com", "a long enough password 1");
         register_via_outbox(&app, &browser, email, "Example Ltd", password).await;
@@ -421,8 +420,7 @@ fn filter_url(app: &App, fields: &[(&str, &str)]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_views_show_the_index_record_in_the_spec_words() {
     on_each_backend("web_host_views", |fixture| async move {
-        let app = App::embedded(&fixture, None).await;
-        assert!(app.web.set_search(service(&fixture)));
+        let app = App::embedded_searching(&fixture, service(&fixture)).await;
         let (browser, _) = signed_in(&app, "hana@example.com").await;
         let host = rich_host();
         let ip = host.ip.to_string();
@@ -564,9 +562,8 @@ async fn host_views_show_the_index_record_in_the_spec_words() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_already_shown_come_back_free_and_new_pages_are_charged() {
     on_each_backend("web_pages", |fixture| async move {
-        let app = App::embedded(&fixture, None).await;
         let search = service(&fixture);
-        assert!(app.web.set_search(search.clone()));
+        let app = App::embedded_searching(&fixture, search.clone()).await;
         let email = "pia@example.com";
         let (browser, _) = signed_in(&app, email).await;
         let state = &fixture.state;
@@ -697,9 +694,8 @@ async fn pages_already_shown_come_back_free_and_new_pages_are_charged() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn add_filter_checks_each_field_and_suggested_filters_rerun() {
     on_each_backend("web_filters", |fixture| async move {
-        let app = App::embedded(&fixture, None).await;
         let search = service(&fixture);
-        assert!(app.web.set_search(search.clone()));
+        let app = App::embedded_searching(&fixture, search.clone()).await;
         let email = "ravi@example.com";
         let (browser, _) = signed_in(&app, email).await;
         let before = used(&search, &fixture.state, email).await;
@@ -879,8 +875,7 @@ async fn add_filter_checks_each_field_and_suggested_filters_rerun() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_inactive_account_and_an_expired_session_mid_search() {
     on_each_backend("web_search_conditions", |fixture| async move {
-        let app = App::embedded(&fixture, None).await;
-        assert!(app.web.set_search(service(&fixture)));
+        let app = App::embedded_searching(&fixture, service(&fixture)).await;
         let email = "sol@example.com";
         let password = "a long enough password 3";
         let (browser, _) = signed_in(&app, email).await;

@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::Duration;
 
+use periscope_model::clock::{Clock, ManualClock, SystemClock};
 use periscope_service::SearchService;
-use periscope_signin::{BANNER, ClientConfig, Config, MailConfig, ManualClock, SignIn};
+use periscope_signin::{ClientConfig, Config, MailConfig, SignIn};
 use periscope_state::State;
 use periscope_state::testing::{Fixture, Target, TempDir};
+use periscope_ui::BANNER;
 use periscope_web::{Web, WebConfig};
 
 // ---------------------------------------------------------------- logs
@@ -78,8 +80,6 @@ pub const CLIENT_SECRET: &str = "web-secret-0123456789";
 /// under `/auth` and the web application at `/`, one listener, one clock for both.
 pub struct App {
     pub origin: String,
-    /// The application, for [`Web::set_search`].
-    pub web: Web,
     pub clock: Arc<ManualClock>,
     pub outbox: PathBuf,
     _outbox_dir: TempDir,
@@ -110,7 +110,7 @@ impl periscope_api::IndexProbe for ReadyIndex {
 }
 
 pub fn real_now() -> i64 {
-    periscope_signin::Clock::now(&periscope_signin::SystemClock).unix()
+    SystemClock.now().unix()
 }
 
 impl App {
@@ -126,26 +126,32 @@ impl App {
         smtp_port: Option<u16>,
         public_host: Option<&str>,
     ) -> App {
-        Self::embedded_full(fixture, smtp_port, public_host, None, false).await
+        Self::embedded_full(fixture, smtp_port, public_host, None, false, false).await
+    }
+
+    /// The embedded default with `service` as the search bar's, e-mail into the outbox.
+    pub async fn embedded_searching(fixture: &Fixture, service: SearchService) -> App {
+        Self::embedded_full(fixture, None, None, Some(service), false, false).await
     }
 
     /// What `periscope serve` runs, API included: the embedded default with `service` as the
     /// search bar's and the API's (`/v1/…`, one allowance), e-mail into the outbox.
     pub async fn embedded_with_api(fixture: &Fixture, service: SearchService) -> App {
-        Self::embedded_full(fixture, None, None, Some(service), false).await
+        Self::embedded_full(fixture, None, None, Some(service), true, false).await
     }
 
     /// What `periscope serve --demo` runs without a search service: the embedded default with
-    /// the demo notice layered over the whole router ([`periscope_web::mark_demo`]).
+    /// the demo notice on every page of both services (`WebConfig::demo`, `Config::demo`).
     pub async fn embedded_demo(fixture: &Fixture) -> App {
-        Self::embedded_full(fixture, None, None, None, true).await
+        Self::embedded_full(fixture, None, None, None, false, true).await
     }
 
     async fn embedded_full(
         fixture: &Fixture,
         smtp_port: Option<u16>,
         public_host: Option<&str>,
-        api: Option<SearchService>,
+        search: Option<SearchService>,
+        api: bool,
         demo: bool,
     ) -> App {
         capture_logs();
@@ -175,6 +181,7 @@ impl App {
         if public_host.is_some() {
             web_config.provider_url = Some(format!("http://{address}"));
         }
+        web_config.demo = demo;
         let mut config = Config::new(&issuer, database(fixture), mail);
         config.clients.push(ClientConfig {
             client_id: CLIENT_ID.into(),
@@ -184,15 +191,21 @@ impl App {
         });
         config.mail_from = "Periscope <no-reply@periscope.test>".into();
         config.signing_key_pem = Some(test_key_pem());
+        config.demo = demo;
         // Starts at the real time: the relying party checks token expiry against it.
         let clock = Arc::new(ManualClock::new(real_now()));
         let signin = SignIn::open_with_clock(config, clock.clone())
             .await
             .unwrap();
-        let web = Web::new(web_config, fixture.state.clone(), clock.clone()).unwrap();
+        let web = Web::new(
+            web_config,
+            fixture.state.clone(),
+            clock.clone(),
+            search.clone(),
+        )
+        .unwrap();
         let mut router = web.router().nest(signin.mount_path(), signin.router());
-        if let Some(service) = api {
-            assert!(web.set_search(service.clone()));
+        if let Some(service) = search.filter(|_| api) {
             let api = periscope_api::App::new(
                 service,
                 periscope_api::RateLimit::new(1000, 1000),
@@ -200,13 +213,9 @@ impl App {
             );
             router = periscope_api::router(api).merge(router);
         }
-        if demo {
-            router = router.layer(axum::middleware::from_fn(periscope_web::mark_demo));
-        }
         let server = serve(listener, router);
         App {
             origin,
-            web,
             clock,
             outbox,
             _outbox_dir: outbox_dir,
@@ -249,12 +258,11 @@ impl App {
         let clock = Arc::new(ManualClock::new(real_now()));
         let mut config = WebConfig::new(&origin, issuer, id, secret);
         configure(&mut config);
-        let web = Web::new(config, state.clone(), clock.clone()).unwrap();
+        let web = Web::new(config, state.clone(), clock.clone(), None).unwrap();
         let outbox_dir = TempDir::new("web-outbox");
         let server = serve(listener, web.router());
         App {
             origin,
-            web,
             clock,
             outbox: outbox_dir.path().join("outbox"),
             _outbox_dir: outbox_dir,
@@ -274,15 +282,11 @@ impl App {
         let issuer = format!("{}/auth", first.origin);
         let config = WebConfig::new(&origin, &issuer, CLIENT_ID, CLIENT_SECRET);
         let clock = Arc::new(ManualClock::new(real_now()));
-        let web = Web::new(config, state.clone(), clock.clone()).unwrap();
-        if let Some(search) = search {
-            assert!(web.set_search(search));
-        }
+        let web = Web::new(config, state.clone(), clock.clone(), search).unwrap();
         let outbox_dir = TempDir::new("web-outbox");
         let server = serve(listener, web.router());
         App {
             origin,
-            web,
             clock,
             outbox: outbox_dir.path().join("outbox"),
             _outbox_dir: outbox_dir,

@@ -119,7 +119,7 @@ fn check(name: &str, page: &Page, redactions: &Redactions) {
 pub fn redactions(app: &App) -> Redactions {
     Redactions::new()
         .origin(&app.origin)
-        .time(periscope_signin::Clock::now(&*app.clock).unix())
+        .time(periscope_model::clock::Clock::now(&*app.clock).unix())
         .value(&format!("?v={}", env!("CARGO_PKG_VERSION")), "?v=[version]")
 }
 

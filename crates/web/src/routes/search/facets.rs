@@ -3,17 +3,15 @@
 //! that reruns with its clause added, or without it when Applied) and the total
 //! (`GET /app/count?q=…`, "About N hosts" / "N hosts", or "Total unavailable").
 
-use axum::extract::State as AxumState;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use periscope_index::{FacetField, FacetStatus, Relation};
 use periscope_service::ServiceError;
 
 use super::filters::REMOVE_ONE;
-use super::{caller, search_href};
-use crate::Web;
-use crate::session::{Client, request_id, require_session_fragment};
+use super::search_href;
+use crate::extract::{Params, Search, SignedFragment};
 use crate::words::{self, country_name};
 
 fn fragment(status: StatusCode, html: Markup) -> Response {
@@ -27,11 +25,17 @@ fn fragment(status: StatusCode, html: Markup) -> Response {
     response
 }
 
-fn query_param(uri: &Uri) -> String {
-    url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
-        .find(|(k, _)| k == "q")
-        .map(|(_, v)| v.trim().to_owned())
-        .unwrap_or_default()
+/// The `?q=…` of the routes that complete a results page: the prefixed query (empty if none).
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct QueryText {
+    #[serde(default)]
+    q: String,
+}
+
+impl QueryText {
+    fn text(&self) -> &str {
+        self.q.trim()
+    }
 }
 
 fn label(f: FacetField) -> &'static str {
@@ -56,21 +60,14 @@ fn hosts(n: u64, relation: Relation) -> String {
 
 /// `GET /app/count?q=…` — the total of an ASN or filter search.
 pub(crate) async fn count(
-    AxumState(web): AxumState<Web>,
-    Client(client): Client,
-    headers: HeaderMap,
-    uri: Uri,
+    SignedFragment(signed): SignedFragment,
+    search: Search,
+    Params(q): Params<QueryText>,
 ) -> Response {
-    let mut signed = match require_session_fragment(&web, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    signed.client = client;
-    let q = query_param(&uri);
-    let answer = match web.service() {
+    let answer = match search.service() {
         Ok(service) => {
             service
-                .count(&caller(&signed.account, signed.client), &request_id(), &q)
+                .count(&search.caller(&signed), &search.request_id, q.text())
                 .await
         }
         Err(e) => Err(e),
@@ -99,21 +96,14 @@ pub(crate) async fn count(
 
 /// `GET /app/facets?q=…` — the Suggested Filters panel of a filter search.
 pub(crate) async fn facets(
-    AxumState(web): AxumState<Web>,
-    Client(client): Client,
-    headers: HeaderMap,
-    uri: Uri,
+    SignedFragment(signed): SignedFragment,
+    search: Search,
+    Params(q): Params<QueryText>,
 ) -> Response {
-    let mut signed = match require_session_fragment(&web, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    signed.client = client;
-    let q = query_param(&uri);
-    let answer = match web.service() {
+    let answer = match search.service() {
         Ok(service) => {
             service
-                .facets(&caller(&signed.account, signed.client), &request_id(), &q)
+                .facets(&search.caller(&signed), &search.request_id, q.text())
                 .await
         }
         Err(e) => Err(e),

@@ -4,17 +4,16 @@
 //! the clause is checked again, then added to a filter search or started alone after an
 //! exact-IP, CIDR, domain or ASN search), and one chip with a remove button per active filter.
 
-use axum::extract::State as AxumState;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 use periscope_model::ProtocolToken;
 use periscope_query::{Field, MAX_CLAUSES, Query, parse};
 
 use super::{form, search_href};
-use crate::Web;
+use crate::extract::{Params, SignedPage};
 use crate::html::page_with;
-use crate::session::{redirect, require_session};
+use crate::session::redirect;
 
 /// The fields the dialog offers, with their labels.
 pub(crate) const FIELDS: [(Field, &str); 10] = [
@@ -33,8 +32,9 @@ pub(crate) const FIELDS: [(Field, &str); 10] = [
 /// The message shown when three filters are active (spec §11).
 pub(crate) const REMOVE_ONE: &str = "Remove a filter before adding another";
 
-/// What the form sent (and shows again when it is refused).
-#[derive(Debug, Default, Clone)]
+/// What the form sent (and shows again when it is refused); a field not sent is empty.
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+#[serde(default)]
 pub(crate) struct FilterInput {
     pub(crate) base: String,
     pub(crate) field: String,
@@ -43,26 +43,6 @@ pub(crate) struct FilterInput {
     pub(crate) exploit: String,
     pub(crate) cvss_min: String,
     pub(crate) cvss_max: String,
-}
-
-impl FilterInput {
-    fn parse(query: Option<&str>) -> Self {
-        let mut out = Self::default();
-        for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-            let v = v.into_owned();
-            match &*k {
-                "base" => out.base = v,
-                "field" => out.field = v,
-                "value" => out.value = v,
-                "protocol" => out.protocol = v,
-                "exploit" => out.exploit = v,
-                "cvss_min" => out.cvss_min = v,
-                "cvss_max" => out.cvss_max = v,
-                _ => {}
-            }
-        }
-        out
-    }
 }
 
 /// A refusal: the spec's title and what to do.
@@ -285,15 +265,9 @@ pub(crate) fn chips(query: &Query) -> Markup {
 /// `GET /filter` — the Add filter form's server side: a redirect to the combined search, or
 /// the form again with the spec's message and the inputs kept (422).
 pub(crate) async fn apply(
-    AxumState(web): AxumState<Web>,
-    headers: HeaderMap,
-    uri: Uri,
+    SignedPage(signed): SignedPage,
+    Params(input): Params<FilterInput>,
 ) -> Response {
-    let signed = match require_session(&web, &headers, &uri).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let input = FilterInput::parse(uri.query());
     let refused = match combined(&input) {
         Ok(q) => return redirect(&search_href(&q, None, 1)),
         Err(r) => r,

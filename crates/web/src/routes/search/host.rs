@@ -4,18 +4,17 @@
 //! without a script) — all from `host_detail`, and the pieces a result row shares with them
 //! (network, place, service label, matched evidence).
 
-use axum::extract::State as AxumState;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use periscope_index::{AsnSource, DomainMatchSource, HostResult, OrganizationSource};
 use periscope_model::record::{DomainSource, Evidence, Host, Location, Service};
 use periscope_service::{DetailRequest, ServiceError};
 
-use super::{caller, error_html, search_href};
-use crate::Web;
+use super::{error_html, search_href};
+use crate::extract::{Params, Search, SignedFragment, SignedPage};
 use crate::html::{column_heads, page_with};
-use crate::session::{Client, Signed, request_id, require_session, require_session_fragment};
+use crate::session::Signed;
 
 /// Services per host-detail page (the API's maximum).
 pub(crate) const DETAIL_SERVICES: u32 = 20;
@@ -381,42 +380,40 @@ pub(crate) fn host_view(host: &Host, next: Option<&str>, heading: Heading) -> Ma
     }
 }
 
-/// The `ip` and `cursor` of the host routes.
-struct HostParams {
+/// The `ip` and `cursor` of the host routes, as sent (anything else is ignored).
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct HostParams {
+    #[serde(default)]
     ip: String,
     cursor: Option<String>,
 }
 
-fn host_params(uri: &Uri) -> HostParams {
-    let mut out = HostParams {
-        ip: String::new(),
-        cursor: None,
-    };
-    for (k, v) in url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()) {
-        match &*k {
-            "ip" => out.ip = v.trim().to_owned(),
-            "cursor" if !v.is_empty() => out.cursor = Some(v.into_owned()),
-            _ => {}
-        }
+impl HostParams {
+    /// The address, trimmed.
+    fn ip(&self) -> &str {
+        self.ip.trim()
     }
-    out
+
+    /// The services' continuation; an empty one is none.
+    fn cursor(&self) -> Option<&str> {
+        self.cursor.as_deref().filter(|c| !c.is_empty())
+    }
 }
 
 async fn detail(
-    web: &Web,
+    search: &Search,
     signed: &Signed,
     p: &HostParams,
 ) -> Result<periscope_index::HostDetail, ServiceError> {
-    let service = web.service()?;
-    let request_id = request_id();
-    service
+    search
+        .service()?
         .host_detail(
-            &caller(&signed.account, signed.client),
-            &request_id,
+            &search.caller(signed),
+            &search.request_id,
             DetailRequest {
-                ip: &p.ip,
+                ip: p.ip(),
                 limit: DETAIL_SERVICES,
-                cursor: p.cursor.as_deref(),
+                cursor: p.cursor(),
             },
         )
         .await
@@ -437,19 +434,12 @@ fn fragment(status: StatusCode, html: Markup) -> Response {
 /// `host_detail`, whatever the query matched. With `cursor`, the next page of services only
 /// (rows and the next "More services" control).
 pub(crate) async fn panel(
-    AxumState(web): AxumState<Web>,
-    Client(client): Client,
-    headers: HeaderMap,
-    uri: Uri,
+    SignedFragment(signed): SignedFragment,
+    search: Search,
+    Params(p): Params<HostParams>,
 ) -> Response {
-    let mut signed = match require_session_fragment(&web, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    signed.client = client;
-    let p = host_params(&uri);
-    match detail(&web, &signed, &p).await {
-        Ok(d) if p.cursor.is_some() => {
+    match detail(&search, &signed, &p).await {
+        Ok(d) if p.cursor().is_some() => {
             fragment(StatusCode::OK, services_part(&d.host, d.next.as_deref()))
         }
         Ok(d) => fragment(
@@ -469,18 +459,11 @@ pub(crate) async fn panel(
 /// `GET /host?ip=…[&cursor=…]` — the host view as a page (free), where "More services" leads
 /// without a script.
 pub(crate) async fn page(
-    AxumState(web): AxumState<Web>,
-    Client(client): Client,
-    headers: HeaderMap,
-    uri: Uri,
+    SignedPage(signed): SignedPage,
+    search: Search,
+    Params(p): Params<HostParams>,
 ) -> Response {
-    let mut signed = match require_session(&web, &headers, &uri).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    signed.client = client;
-    let p = host_params(&uri);
-    let (status, body) = match detail(&web, &signed, &p).await {
+    let (status, body) = match detail(&search, &signed, &p).await {
         Ok(d) => (
             StatusCode::OK,
             host_view(&d.host, d.next.as_deref(), Heading::H1),
@@ -489,12 +472,12 @@ pub(crate) async fn page(
     };
     page_with(
         status,
-        &format!("Host {}", p.ip),
+        &format!("Host {}", p.ip()),
         Some(&signed.top()),
         html! {
             main.search {
                 (body)
-                p { a href=(search_href(&p.ip, None, 1)) { "Back to the search" } }
+                p { a href=(search_href(p.ip(), None, 1)) { "Back to the search" } }
             }
         },
         &["search.css", "search.js"],

@@ -18,13 +18,13 @@ use periscope_api_types::WebWording;
 use periscope_index::HostResult;
 use periscope_query::{Entry, Query, QueryKind, ViolationCode, recognize};
 use periscope_service::{
-    Caller, DetailRequest, DomainResolution, FieldViolation, SearchRequest, ServiceError,
+    DetailRequest, DomainResolution, FieldViolation, SearchRequest, ServiceError,
 };
-use periscope_state::Channel;
 
 use crate::Web;
+use crate::extract::Search;
 use crate::html::column_heads;
-use crate::session::{Signed, request_id};
+use crate::session::Signed;
 use crate::words::{count, grouped};
 use cache::CachedPage;
 use filters::{FilterInput, add_filter, chips};
@@ -36,8 +36,10 @@ use maud::{Markup, PreEscaped, html};
 /// Hosts per results page in the browser (spec "Limits").
 pub(crate) const PAGE_HOSTS: u32 = 25;
 
-/// The search parameters of `GET /`.
-#[derive(Debug, Default)]
+/// The search parameters of `GET /` (`?q=…&cursor=…&page=…&view=globe`), read leniently:
+/// anything else is ignored, an empty cursor is none, a page that is not a number from 1 is 1.
+#[derive(Debug, serde::Deserialize)]
+#[serde(from = "RawParams")]
 pub(crate) struct Params {
     /// The entry as typed (or the prefixed form, from a link).
     pub(crate) q: Option<String>,
@@ -62,26 +64,38 @@ pub(crate) enum View {
     Globe,
 }
 
-impl Params {
-    /// Reads `q`, `cursor` and `page` from a query string; anything else is ignored.
-    pub(crate) fn parse(query: Option<&str>) -> Self {
-        let mut out = Self {
-            page: 1,
-            ..Self::default()
-        };
-        for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-            match &*k {
-                "q" => out.q = Some(v.into_owned()),
-                "cursor" if !v.is_empty() => out.cursor = Some(v.into_owned()),
-                "page" => {
-                    out.page = v.parse().ok().filter(|p| *p >= 1).unwrap_or(1);
-                    out.page_given = true;
-                }
-                "view" if v == "globe" => out.view = View::Globe,
-                _ => {}
-            }
+/// The query string of `GET /` as sent.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct RawParams {
+    q: Option<String>,
+    cursor: Option<String>,
+    page: Option<String>,
+    view: Option<String>,
+}
+
+impl From<RawParams> for Params {
+    fn from(raw: RawParams) -> Self {
+        Self {
+            q: raw.q,
+            cursor: raw.cursor.filter(|c| !c.is_empty()),
+            page: raw
+                .page
+                .as_deref()
+                .and_then(|p| p.parse().ok())
+                .filter(|p| *p >= 1)
+                .unwrap_or(1),
+            page_given: raw.page.is_some(),
+            view: match raw.view.as_deref() {
+                Some("globe") => View::Globe,
+                _ => View::Results,
+            },
         }
-        out
+    }
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        RawParams::default().into()
     }
 }
 
@@ -99,20 +113,6 @@ fn page_href(q: &str, cursor: Option<&str>, page: u32) -> String {
     }
     s.append_pair("page", &page.to_string());
     format!("/?{}", s.finish())
-}
-
-/// The signed-in account as the search service's caller (the browser channel), from `client`
-/// (kept in the audit record).
-pub(crate) fn caller(
-    account: &periscope_state::Account,
-    client: Option<std::net::IpAddr>,
-) -> Caller {
-    Caller {
-        account: account.clone(),
-        key: None,
-        channel: Channel::Web,
-        client,
-    }
 }
 
 fn view_href(q: &str, cursor: Option<&str>, page: u32, view: View) -> String {
@@ -338,6 +338,7 @@ fn expired(text: &str) -> (StatusCode, Markup) {
 pub(crate) async fn search_section(
     web: &Web,
     signed: &Signed,
+    search: &Search,
     params: &Params,
 ) -> (StatusCode, Markup) {
     let entry = params.q.as_deref().map(str::trim).unwrap_or("");
@@ -397,7 +398,7 @@ pub(crate) async fn search_section(
             }
         }
     };
-    let (status, rest) = answer_section(web, signed, params, &text, &query).await;
+    let (status, rest) = answer_section(web, signed, search, params, &text, &query).await;
     (status, html! { (head) (rest) })
 }
 
@@ -406,17 +407,18 @@ pub(crate) async fn search_section(
 async fn answer_section(
     web: &Web,
     signed: &Signed,
+    search: &Search,
     params: &Params,
     text: &str,
     query: &Query,
 ) -> (StatusCode, Markup) {
     let kind = query.kind();
-    let service = match web.service() {
+    let service = match search.service() {
         Ok(service) => service,
         Err(e) => return error_html(&e),
     };
-    let caller = caller(&signed.account, signed.client);
-    let request_id = request_id();
+    let caller = search.caller(signed);
+    let request_id = &search.request_id;
     if kind != QueryKind::Ip && params.page_given {
         match cache::shown(web, signed, text, params.page).await {
             // Markup this module rendered before, kept in the state database.
@@ -434,7 +436,7 @@ async fn answer_section(
     let answer = service
         .search(
             &caller,
-            &request_id,
+            request_id,
             SearchRequest {
                 query: text,
                 limit: PAGE_HOSTS,
@@ -454,7 +456,7 @@ async fn answer_section(
         let detail = service
             .host_detail(
                 &caller,
-                &request_id,
+                request_id,
                 DetailRequest {
                     ip: text,
                     limit: DETAIL_SERVICES,
@@ -543,12 +545,18 @@ mod tests {
 
     #[test]
     fn params_read_q_cursor_and_page() {
-        let p = Params::parse(Some("q=port%3A443+country%3ADE&cursor=sc1_x&page=3&x=1"));
+        let parse = crate::extract::parse_query::<Params>;
+        let p = parse(Some("q=port%3A443+country%3ADE&cursor=sc1_x&page=3&x=1"));
         assert_eq!(p.q.as_deref(), Some("port:443 country:DE"));
         assert_eq!(p.cursor.as_deref(), Some("sc1_x"));
-        assert_eq!(p.page, 3);
-        let p = Params::parse(Some("page=0&cursor="));
+        assert_eq!((p.page, p.page_given, p.view), (3, true, View::Results));
+        let p = parse(Some("page=0&cursor=&view=globe"));
         assert_eq!((p.q, p.cursor, p.page), (None, None, 1));
+        assert_eq!((p.page_given, p.view), (true, View::Globe));
+        let p = parse(Some("page=x&view=list"));
+        assert_eq!((p.page, p.page_given, p.view), (1, true, View::Results));
+        let p = parse(None);
+        assert_eq!((p.page, p.page_given), (1, false));
     }
 
     #[test]
