@@ -12,11 +12,14 @@
 //! - the observation format ([`observation`]): the one-JSON-object-per-line contract with
 //!   scanner operators, and the reader that turns a line into a validated record or a precise
 //!   error;
-//! - the workspace's one time seam ([`clock`]: [`Clock`], [`SystemClock`], [`ManualClock`]) and
-//!   the one rule for hidden control characters in stored free text ([`text`]).
+//! - the workspace's one time seam ([`clock`]: [`Clock`], [`SystemClock`], [`ManualClock`]),
+//!   its one random-token module ([`random`]: row ids, secrets, key and cursor tokens and the
+//!   digests secrets are stored as) and the one rule for hidden control characters in stored
+//!   free text ([`text`]).
 //!
 //! **Invariant:** nothing in this crate does I/O except reading lines that a caller hands it
-//! (and the system's time, in [`SystemClock`]).
+//! (and the system's time, in [`SystemClock`], and the operating system's random generator,
+//! in [`random`]).
 //! **Boundary:** wire types of the HTTP API live elsewhere; the only serde derives here are for
 //! the observation format, which is a contract in its own right.
 
@@ -28,6 +31,7 @@ pub mod error;
 pub mod net;
 pub mod observation;
 pub mod protocol;
+pub mod random;
 pub mod record;
 pub mod text;
 pub mod time;

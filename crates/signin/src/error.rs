@@ -72,8 +72,8 @@ pub enum StoreError {
     Random(String),
 }
 
-impl From<periscope_ui::random::RandomError> for StoreError {
-    fn from(e: periscope_ui::random::RandomError) -> Self {
+impl From<periscope_model::random::RandomError> for StoreError {
+    fn from(e: periscope_model::random::RandomError) -> Self {
         Self::Random(e.to_string())
     }
 }

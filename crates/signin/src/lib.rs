@@ -51,7 +51,7 @@ use mail::Mailer;
 use periscope_model::clock::{Clock, SystemClock};
 use periscope_ui::csrf::CsrfKey;
 /// The workspace's one random-token module.
-pub(crate) use periscope_ui::random;
+pub(crate) use periscope_model::random;
 use ratelimit::Limiter;
 use store::Store;
 

@@ -11,7 +11,9 @@ use periscope_model::Timestamp;
 
 use crate::db::on_db;
 use crate::error::{Result, StateError};
-use crate::{State, random};
+use periscope_model::random;
+
+use crate::State;
 
 /// Identifies an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -15,7 +15,9 @@ use crate::accounts::{AccountId, timestamp};
 use crate::db::on_db;
 use crate::error::{Result, StateError};
 use crate::keys::KeyId;
-use crate::{State, random};
+use periscope_model::random;
+
+use crate::State;
 
 /// How a request reached the search service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,9 @@ use periscope_model::Timestamp;
 use crate::accounts::AccountId;
 use crate::db::on_db;
 use crate::error::Result;
-use crate::{State, random};
+use periscope_model::random;
+
+use crate::State;
 
 const PREFIX: &str = "sc1_";
 const RANDOM_BYTES: usize = 24;

@@ -89,6 +89,12 @@ pub enum StateError {
     Random(String),
 }
 
+impl From<periscope_model::random::RandomError> for StateError {
+    fn from(e: periscope_model::random::RandomError) -> Self {
+        Self::Random(e.to_string())
+    }
+}
+
 impl StateError {
     pub(crate) fn invalid(what: &'static str, why: impl Into<String>) -> Self {
         Self::Invalid {

@@ -14,7 +14,7 @@ use crate::State;
 use crate::accounts::{AccountId, unknown_account_on_fk};
 use crate::db::on_db;
 use crate::error::Result;
-use crate::web::digest;
+use periscope_model::random::digest;
 
 /// How long a create-key form token is remembered, in seconds: a day.
 pub const KEY_FORM_MEMORY_SECS: i64 = 86_400;

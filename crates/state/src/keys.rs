@@ -16,7 +16,9 @@ use crate::accounts::{
 };
 use crate::db::on_db;
 use crate::error::{Result, StateError};
-use crate::{State, random};
+use periscope_model::random;
+
+use crate::State;
 
 const PREFIX: &str = "psk_";
 const SECRET_LEN: usize = 32;
@@ -65,7 +67,7 @@ impl ApiKey {
         let mut key = String::with_capacity(API_KEY_LEN);
         key.push_str(PREFIX);
         key.push_str(&random::base62(SECRET_LEN)?);
-        let check = random::base62_fixed(u64::from(random::crc32(key.as_bytes())), CHECK_LEN);
+        let check = random::base62_fixed(u64::from(crc32(key.as_bytes())), CHECK_LEN);
         key.push_str(&check);
         Ok(Self(key))
     }
@@ -92,7 +94,7 @@ pub fn is_well_formed_key(presented: &str) -> bool {
         return false;
     }
     let (body, check) = presented.split_at(PREFIX.len() + SECRET_LEN);
-    random::base62_fixed(u64::from(random::crc32(body.as_bytes())), CHECK_LEN) == check
+    random::base62_fixed(u64::from(crc32(body.as_bytes())), CHECK_LEN) == check
 }
 
 /// The stored form of a key: lower-case hex SHA-256.
@@ -304,9 +306,28 @@ impl State {
     }
 }
 
+/// CRC-32 (IEEE 802.3, the zlib one) of `data`; bitwise, since it only checks short keys.
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            let mask = (crc & 1).wrapping_neg();
+            crc = (crc >> 1) ^ (0xEDB8_8320 & mask);
+        }
+    }
+    !crc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn crc32_matches_the_standard_check_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+    }
 
     #[test]
     fn generated_keys_are_well_formed_and_distinct() {

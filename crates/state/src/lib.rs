@@ -27,7 +27,6 @@ pub mod files;
 mod key_forms;
 mod keys;
 mod pages;
-mod random;
 mod reports;
 mod seams;
 #[cfg(feature = "testing")]

@@ -15,7 +15,7 @@ use crate::State;
 use crate::accounts::{AccountId, unknown_account_on_fk};
 use crate::db::on_db;
 use crate::error::Result;
-use crate::web::digest;
+use periscope_model::random::digest;
 
 /// How long a page shown is kept, in seconds: a search cursor's lifetime (DECISIONS.md).
 pub const SHOWN_PAGE_LIFETIME_SECS: i64 = crate::DEFAULT_CURSOR_LIFETIME_SECS;

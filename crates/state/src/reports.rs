@@ -6,7 +6,9 @@ use periscope_model::Timestamp;
 use crate::accounts::{AccountId, Email, timestamp};
 use crate::db::on_db;
 use crate::error::{Result, StateError};
-use crate::{State, random};
+use periscope_model::random;
+
+use crate::State;
 
 /// The longest description accepted, in characters.
 pub const REPORT_MAX_CHARS: usize = 4_000;

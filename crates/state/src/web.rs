@@ -8,7 +8,7 @@
 //! never logs them and stores the first two only hashed.
 
 use periscope_model::Timestamp;
-use sha2::{Digest, Sha256};
+use periscope_model::random::digest;
 
 use crate::AccountId;
 use crate::State;
@@ -47,13 +47,6 @@ pub struct PendingSignIn {
     pub pkce_verifier: String,
     /// Where the browser returns after signing in (a same-origin relative path and query).
     pub return_to: String,
-}
-
-pub(crate) fn digest(secret: &str) -> String {
-    Sha256::digest(secret.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 impl State {
@@ -262,18 +255,5 @@ impl State {
                 .rows_affected();
             sessions + sign_ins + pages + forms
         }))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::digest;
-
-    #[test]
-    fn digest_is_sha256_hex() {
-        assert_eq!(
-            digest("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 }

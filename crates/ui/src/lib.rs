@@ -9,8 +9,6 @@
 //! - [`assets`]: the one stylesheet (`assets/periscope.css`), served from `/assets/`;
 //! - [`cookie`]: reading and writing cookies (`HttpOnly`, `SameSite=Lax`, `Secure` over https);
 //! - [`csrf`]: the signed double-submit token and the constant-time comparison of tokens;
-//! - [`random`]: the workspace's one random-token module — session ids, link tokens, codes and
-//!   their stored SHA-256 digests.
 //!
 //! The templates are maud's (`maud::html!`): compile-time, type-checked, no template files,
 //! escaping by default (ARCHITECTURE.md says why). [`Markup`] and [`html!`] are re-exported so
@@ -21,7 +19,6 @@ pub mod cookie;
 pub mod csrf;
 pub mod headers;
 pub mod layout;
-pub mod random;
 
 pub use layout::{BANNER, DEMO_NOTICE, Layout, top_bar};
 pub use maud::{Markup, PreEscaped, html};

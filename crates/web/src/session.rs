@@ -9,8 +9,8 @@ use periscope_state::{Account, WebSession, WebSessionLookup};
 use crate::html::{self, Ring, TopBar, message};
 use crate::{CALLBACK_PATH, SESSION_COOKIE, SIGN_IN_TO_SEARCH, UNAVAILABLE, Web};
 
-/// 32 random bytes, base64url (`periscope_ui::random`, the workspace's one random-token module).
-pub(crate) use periscope_ui::random::secret as random_token;
+/// 32 random bytes, base64url (`periscope_model::random`, the workspace's one random-token module).
+pub(crate) use periscope_model::random::secret as random_token;
 
 /// The value of cookie `name` in the request.
 pub(crate) fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {

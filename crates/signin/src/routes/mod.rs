@@ -86,8 +86,8 @@ impl From<StoreError> for Unavailable {
     }
 }
 
-impl From<periscope_ui::random::RandomError> for Unavailable {
-    fn from(e: periscope_ui::random::RandomError) -> Self {
+impl From<periscope_model::random::RandomError> for Unavailable {
+    fn from(e: periscope_model::random::RandomError) -> Self {
         Self(e.to_string())
     }
 }
