@@ -14,7 +14,8 @@
 //!   (`periscope_index::api`) and the protocol registry;
 //! - [`routes`]: the routes as data ([`ROUTES`]) — method, path, body, response and possible
 //!   errors — from which [`openapi`] generates the OpenAPI 3.1 document
-//!   ([`openapi_document`]).
+//!   ([`openapi_document`]), its response schemas derived from the response types
+//!   ([`schema`], `schemars`).
 //!
 //! The user-facing description is `docs/api.md`.
 //!
@@ -45,6 +46,7 @@ pub mod openapi;
 pub mod request;
 pub mod response;
 pub mod routes;
+pub mod schema;
 
 pub use error::{ErrorBody, ErrorCode, Violation, WebWording};
 pub use host::{
