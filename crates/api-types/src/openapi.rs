@@ -3,9 +3,9 @@
 //! Paths, request schemas and error responses are generated from [`ROUTES`] and the request
 //! [`Member`] tables, so they cannot drift from [`crate::decode`]; response schemas are
 //! derived from the response types themselves ([`crate::schema`]), and the tests validate
-//! real serialized responses against them. Response objects leave `additionalProperties` open (clients must
-//! tolerate added members); request objects close it (unknown members are rejected). A member
-//! that can be absent is never `required`.
+//! real serialized responses against them. Response objects leave `additionalProperties`
+//! open (clients must tolerate added members); request objects close it (unknown members are
+//! rejected). A member that can be absent is never `required`.
 
 use serde_json::{Map, Value, json};
 

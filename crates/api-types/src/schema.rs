@@ -7,10 +7,10 @@
 //! `required`, `rename_all`/`tag` name members and variants. Descriptions are the doc
 //! comments of the fields and types. [`wire`] then removes what the generator adds for
 //! deserializing and what the document does not say: `null` (no response member is ever
-//! `null`; an absent member is omitted) and the integer and float `format` names
-//! (`uint32`, `double`, …), whose bounds stay as `minimum`/`maximum`; and it joins the lines of a
-//! description (a doc comment wrapped in the source is one paragraph). Response objects leave
-//! `additionalProperties` open (the derives never close it).
+//! `null`; an absent member is omitted) and the integer and float `format` names (`uint32`,
+//! `double`, …), whose bounds stay as `minimum`/`maximum`; and it joins the lines of a
+//! description (a doc comment wrapped in the source is one paragraph). Response objects
+//! leave `additionalProperties` open (the derives never close it).
 
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
