@@ -11,8 +11,10 @@
 //! Globe's notices (`periscope-web`), and the OpenAPI document's list of codes. A unit test
 //! keeps the table equal to the table of `docs/api.md` (code and status, in order).
 
+use std::borrow::Cow;
 use std::fmt;
 
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 
 /// How the browser application words a code (the specification's "Web application
@@ -214,15 +216,31 @@ impl Serialize for ErrorCode {
     }
 }
 
+/// The wire codes of [`ErrorCode::ALL`], in place where a member has this type.
+impl JsonSchema for ErrorCode {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "ErrorCode".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        crate::schema::string_enum(Self::ALL.iter().map(|c| c.as_str()))
+    }
+}
+
 /// One entry of `violations`: the request member at fault, the violation code, and a
-/// sentence for people. The specification's shape is `{field, code}`; `message` is an added
-/// member (clients tolerate added members, SPEC "Versioning" 2).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// sentence for people.
+// The specification's shape is `{field, code}`; `message` is an added member (clients
+// tolerate added members, SPEC "Versioning" 2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Violation {
-    /// The member: `query`, `limit`, `cursor`, `resolution`, `ip`, the name of an unknown
-    /// member, or `body` when the body is not a JSON object.
+    /// The member at fault (`query`, `limit`, `cursor`, `resolution`, `ip`, an unknown
+    /// member's name, or `body`).
     pub field: String,
-    /// The violation code, for example `too_long` or `invalid_port`.
+    /// The violation code, e.g. `too_long` or `invalid_port`.
     pub code: String,
     /// What is wrong and how to fix it.
     pub message: String,
@@ -258,15 +276,15 @@ impl From<periscope_query::Violation> for Violation {
 }
 
 /// The body of every error answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ErrorBody {
     /// The request's id, also in the `X-Request-ID` header.
     pub request_id: String,
-    /// The code.
+    /// The error code; the HTTP status follows from it.
     pub code: ErrorCode,
-    /// A sentence for people (by default [`ErrorCode::message`]).
+    /// What happened, for people.
     pub message: String,
-    /// Always present; non-empty only for `validation_failed`.
+    /// Non-empty only for `validation_failed`.
     pub violations: Vec<Violation>,
 }
 

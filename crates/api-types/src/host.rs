@@ -8,6 +8,9 @@
 //! JSON `null`. Timestamps are RFC 3339 UTC with a trailing `Z`.
 //!
 //! Evidence entries are objects tagged by `kind` (`http`, `ssh`, `summary`), see [`Evidence`].
+//!
+//! Each type derives its schema in the OpenAPI document (`crate::schema`): the doc comments
+//! of the members are their descriptions there.
 
 use std::net::IpAddr;
 
@@ -16,13 +19,15 @@ use periscope_index::api::{
     OrganizationMatch as IndexOrganizationMatch,
 };
 use periscope_model::record;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
-/// One host result: a unique address and what may be shown of it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One unique address. Every member except `ip` may be absent.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct HostResult {
     /// The address (IPv4 dotted quad or RFC 5952 IPv6 text).
+    #[schemars(schema_with = "crate::schema::ip_address")]
     pub ip: IpAddr,
     /// GeoIP location.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -36,40 +41,46 @@ pub struct HostResult {
     /// The stored reverse-DNS name (IPv4 only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reverse_dns: Option<String>,
-    /// Stored DNS names.
+    /// Stored DNS names, each once; capped, not a full inventory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub domains: Option<Domains>,
-    /// Current services.
+    /// Services by port, then protocol. Absent on domain and ASN results.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub services: Option<Services>,
-    /// Organization queries: where the phrase matched.
+    /// Organization queries only.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1))]
     pub organization_matches: Vec<OrganizationMatch>,
-    /// Domain queries: how the host is linked to the name.
+    /// Domain queries only.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1))]
     pub domain_matches: Vec<DomainMatch>,
-    /// ASN queries: which attributions carry the ASN.
+    /// ASN queries only.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1))]
     pub asn_matches: Vec<AsnMatch>,
 }
 
-/// GeoIP location, coarsest to finest (SPEC "Location"). A level equal to the nearest coarser
-/// level shown (compared ignoring case) is left out, so a name appears once.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// GeoIP, coarsest to finest. A level not recorded is absent; a level with the same name as
+/// the coarser one shown is left out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Location {
     /// Continent name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub continent: Option<String>,
     /// ISO-2 country code.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[A-Z]{2}$"))]
     pub country_code: Option<String>,
     /// Country name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub country_name: Option<String>,
-    /// First-level subdivision (state, region).
+    /// First-level subdivision.
+    // A state, a region.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subdivision_1: Option<String>,
-    /// Second-level subdivision (county, district).
+    /// Second-level subdivision.
+    // A county, a district.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subdivision_2: Option<String>,
     /// City.
@@ -77,17 +88,23 @@ pub struct Location {
     pub city: Option<String>,
     /// Degrees north of the most recent observation recording a position.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -90, max = 90))]
     pub latitude: Option<f64>,
     /// Degrees east, same observation.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -180, max = 180))]
     pub longitude: Option<f64>,
-    /// The GeoIP accuracy radius claimed for that position, in kilometres.
+    /// The radius GeoIP claims for the position.
+    // In kilometres. A JSON number in the contract (SPEC "Location"), though whole today.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = "number"))]
     pub accuracy_radius_km: Option<u32>,
 }
 
 impl Location {
-    /// The wire location of a record, `None` when no member would be left.
+    /// The wire location of a record, `None` when no member would be left. A level equal to
+    /// the nearest coarser level shown (compared ignoring case) is left out, so a name appears
+    /// once (SPEC "Location").
     pub fn from_record(l: &record::Location) -> Option<Self> {
         let mut place = [
             l.continent.clone(),
@@ -125,9 +142,10 @@ impl Location {
 }
 
 /// The `network` member.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Network {
     /// The ASN shown for the host.
+    #[schemars(range(min = 1, max = 4294967295_u32))]
     pub asn: u32,
     /// Its AS organization.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -135,7 +153,7 @@ pub struct Network {
 }
 
 /// The `whois` member: only these five fields are ever shown.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Whois {
     /// Registrant organization.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -151,6 +169,7 @@ pub struct Whois {
     pub registry: Option<String>,
     /// Registration country, ISO-2.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[A-Z]{2}$"))]
     pub country_code: Option<String>,
 }
 
@@ -170,7 +189,8 @@ impl Whois {
 }
 
 /// The `domains` member.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(inline)]
 pub struct Domains {
     /// Names with their sources, each name once.
     pub items: Vec<DomainItem>,
@@ -179,16 +199,20 @@ pub struct Domains {
 }
 
 /// One stored DNS name of a host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct DomainItem {
     /// The name.
     pub name: String,
-    /// `reverse_dns`, `dns_name`, `domain`, `certificate_subject` or `domain_scan`.
+    /// Where the name was recorded.
+    #[schemars(extend("enum" = [
+        "reverse_dns", "dns_name", "domain", "certificate_subject", "domain_scan"
+    ]))]
     pub source: &'static str,
 }
 
 /// The `services` member.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(inline)]
 pub struct Services {
     /// Services by port, then protocol.
     pub items: Vec<Service>,
@@ -197,13 +221,15 @@ pub struct Services {
 }
 
 /// One current service.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Service {
     /// Port.
+    #[schemars(range(min = 1))]
     pub port: u16,
-    /// Protocol token.
+    /// A protocol token of the registry.
     pub protocol: &'static str,
-    /// When the current observation was made.
+    /// When the current observation was made. RFC 3339, UTC, with a trailing `Z`.
+    #[schemars(schema_with = "crate::schema::timestamp")]
     pub observed_at: String,
     /// Product title from CPE enrichment.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -220,13 +246,13 @@ pub struct Service {
     /// Typed evidence.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<Evidence>,
-    /// The query's service-level clauses this service satisfies (all of them).
+    /// The query's service-level clauses, when this service satisfies all of them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub match_reasons: Vec<String>,
 }
 
-/// The `vulnerabilities` member of a service.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// Absent from a service when enrichment was unavailable (not clean).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 pub struct Vulnerabilities {
     /// Number of CVEs.
     pub cve_count: u32,
@@ -234,6 +260,7 @@ pub struct Vulnerabilities {
     pub has_exploits: bool,
     /// Maximum CVSS over the service summary (0.0 to 10.0, one decimal).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 10))]
     pub max_cvss: Option<f64>,
 }
 
@@ -242,13 +269,15 @@ pub struct Vulnerabilities {
 /// - `{"kind":"ssh", protocol_version?, software_version?, host_key_algorithm?,
 ///   host_key_fingerprint?, comments?, hassh?}`;
 /// - `{"kind":"summary", "fields": {"<key>": "<value>", …}}` (at most 16 string fields).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[schemars(description = "Tagged by `kind`.")]
 pub enum Evidence {
-    /// HTTP and HTTPS.
+    /// HTTP and HTTPS. Status, title and server only when the exchange completed cleanly.
     Http {
         /// Status code (only when the exchange completed cleanly).
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 100, max = 599))]
         status_code: Option<u16>,
         /// HTML title (same condition).
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -279,11 +308,13 @@ pub enum Evidence {
         comments: Option<String>,
         /// HASSH fingerprint of the server's key-exchange offer.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(regex(pattern = "^[0-9a-f]{32}$"))]
         hassh: Option<String>,
     },
     /// Every other protocol: a bounded summary.
     Summary {
-        /// The summary's fields in the scanner's order.
+        /// A bounded summary of the service, key to value.
+        // In the scanner's order.
         fields: SummaryFields,
     },
 }
@@ -291,6 +322,25 @@ pub enum Evidence {
 /// The `fields` of summary evidence: a JSON object of strings, written in the scanner's order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SummaryFields(pub Vec<(String, String)>);
+
+/// An object of at most 16 strings, in place.
+impl JsonSchema for SummaryFields {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SummaryFields".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "additionalProperties": { "type": "string" },
+            "maxProperties": 16
+        })
+    }
+}
 
 impl Serialize for SummaryFields {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -302,8 +352,8 @@ impl Serialize for SummaryFields {
     }
 }
 
-/// The `tls` object of HTTPS evidence.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// HTTPS only. Never chains, keys or full distinguished names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Tls {
     /// Negotiated version.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -314,14 +364,17 @@ pub struct Tls {
     /// Leaf-certificate issuer common name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub issuer_common_name: Option<String>,
-    /// Start of validity.
+    /// Start of validity. RFC 3339, UTC, with a trailing `Z`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::timestamp")]
     pub valid_from: Option<String>,
-    /// End of validity.
+    /// End of validity. RFC 3339, UTC, with a trailing `Z`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::timestamp")]
     pub valid_until: Option<String>,
     /// SHA-256 fingerprint, 64 lowercase hex digits.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[0-9a-f]{64}$"))]
     pub fingerprint_sha256: Option<String>,
     /// Whether the chain validated against browser trust stores.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -329,37 +382,48 @@ pub struct Tls {
 }
 
 /// One `organization_matches` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct OrganizationMatch {
-    /// `as_organization`, `whois_description`, `whois_netname`, `network_provider`,
-    /// `certificate_subject` or `certificate_issuer`.
+    /// The evidence source.
+    #[schemars(extend("enum" = [
+        "as_organization", "whois_description", "whois_netname", "network_provider",
+        "certificate_subject", "certificate_issuer"
+    ]))]
     pub source: &'static str,
     /// The stored value that matched.
     pub value: String,
-    /// Certificate sources: the service's port.
+    /// Certificate sources only.
+    // The port of the service whose certificate matched.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub port: Option<u16>,
-    /// Certificate sources: the service's protocol.
+    /// Certificate sources only.
+    // The protocol of that service.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol: Option<&'static str>,
 }
 
 /// One `domain_matches` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct DomainMatch {
-    /// `dns_resolution`, `stored_domain`, `stored_dns_name`, `stored_reverse_dns` or
-    /// `domain_scan`.
+    /// The evidence source.
+    #[schemars(extend("enum" = [
+        "dns_resolution", "stored_domain", "stored_dns_name", "stored_reverse_dns",
+        "domain_scan"
+    ]))]
     pub source: &'static str,
     /// The matched name.
     pub value: String,
 }
 
 /// One `asn_matches` entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct AsnMatch {
-    /// `research_best_asn`, `bgp_best_asn` or `network_asn`.
+    /// The attribution.
+    #[schemars(extend("enum" = ["research_best_asn", "bgp_best_asn", "network_asn"]))]
     pub source: &'static str,
     /// The ASN.
+    #[schemars(range(min = 1, max = 4294967295_u32))]
     pub asn: u32,
 }
 

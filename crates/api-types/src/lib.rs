@@ -14,7 +14,8 @@
 //!   (`periscope_index::api`) and the protocol registry;
 //! - [`routes`]: the routes as data ([`ROUTES`]) — method, path, body, response and possible
 //!   errors — from which [`openapi`] generates the OpenAPI 3.1 document
-//!   ([`openapi_document`]).
+//!   ([`openapi_document`]), its response schemas derived from the response types
+//!   ([`schema`], `schemars`).
 //!
 //! The user-facing description is `docs/api.md`.
 //!
@@ -32,12 +33,13 @@
 //! **Invariant:** no response member is ever JSON `null`; an absent optional member is
 //! omitted. Timestamps are RFC 3339 UTC with a trailing `Z`.
 //! **Invariant:** the OpenAPI document's request schemas are generated from the same member
-//! tables [`decode`] checks; tests validate serialized responses against its response schemas
+//! tables [`decode`] checks, and its response schemas are derived from the response types
+//! (`JsonSchema`, [`schema`]); tests validate serialized responses against those schemas
 //! and the API's suite compares the document as served with its snapshot
 //! (`crates/api/tests/api/snapshots`, `docs/testing.md`).
 //! **Boundary:** depends on `periscope-model` (records, registry), `periscope-query`
-//! (violations, canonical clauses, resolutions) and `periscope-index` (result types); only
-//! this crate derives `Serialize` for the API's wire.
+//! (violations, canonical clauses, resolutions), `periscope-index` (result types) and
+//! `schemars` (the schema derive); only this crate derives `Serialize` for the API's wire.
 
 pub mod error;
 pub mod host;
@@ -45,6 +47,7 @@ pub mod openapi;
 pub mod request;
 pub mod response;
 pub mod routes;
+pub mod schema;
 
 pub use error::{ErrorBody, ErrorCode, Violation, WebWording};
 pub use host::{

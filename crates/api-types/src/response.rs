@@ -3,7 +3,9 @@
 //! (`periscope_index::api::{SearchPage, Count, Facets, Exposure, HostDetail}`) and the
 //! protocol registry. The host result itself is in [`crate::host`].
 //!
-//! Optional members are omitted when absent, never `null`.
+//! Optional members are omitted when absent, never `null`. Each type derives its schema in the
+//! OpenAPI document (`crate::schema`): the doc comments of the members are their
+//! descriptions there.
 
 use periscope_index::api::{
     Count, Exposure, ExposureBucket, FacetGroup as IndexFacetGroup, FacetStatus,
@@ -12,20 +14,22 @@ use periscope_index::api::{
 use periscope_model::Timestamp;
 use periscope_model::protocol::{self, ProtocolEntry};
 use periscope_query::FilterQuery;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 
 use crate::host::HostResult;
+use crate::schema::string_enum;
 
 /// `GET /v1/search/capabilities`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct CapabilitiesResponse {
-    /// The request's id.
+    /// The request's id, also in the `X-Request-ID` header.
     pub request_id: String,
-    /// `service-v5`.
+    /// Currently `service-v5`.
     pub query_registry_version: &'static str,
-    /// Opaque; changes whenever the protocol registry changes.
+    /// Opaque; changes whenever the protocol set changes.
     pub catalog_version: &'static str,
-    /// The registry, sorted by value.
+    /// Sorted by `value`.
     pub protocols: Vec<ProtocolInfo>,
 }
 
@@ -42,17 +46,23 @@ impl CapabilitiesResponse {
 }
 
 /// One protocol registry entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "ProtocolEntry")]
 pub struct ProtocolInfo {
-    /// The exact lowercase token.
+    /// The exact lowercase protocol token.
     pub value: &'static str,
-    /// Registered ports, sorted and unique.
+    /// Registered ports, sorted.
+    #[schemars(extend(
+        "items" = { "type": "integer", "minimum": 1, "maximum": 65535 },
+        "uniqueItems" = true
+    ))]
     pub ports: &'static [u16],
     /// Scanned over IPv4.
     pub ipv4: bool,
     /// Scanned over IPv6.
     pub ipv6: bool,
-    /// `http`, `ssh` or `summary`.
+    /// The kind of typed evidence its services carry.
+    #[schemars(extend("enum" = ["http", "ssh", "summary"]))]
     pub evidence_kind: &'static str,
 }
 
@@ -68,16 +78,18 @@ impl From<&ProtocolEntry> for ProtocolInfo {
     }
 }
 
-/// The daily search allowance (SPEC "Allowance").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The daily search allowance (in the specification, "Allowance").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Allowance {
     /// Searches per UTC day.
     pub limit: u32,
-    /// Searches charged today (may exceed `limit` after the limit was lowered).
+    /// Searches spent today.
+    // May exceed `limit` after the limit was lowered.
     pub used: u32,
     /// `limit - used`, never below zero.
     pub remaining: u32,
-    /// The next midnight UTC.
+    /// The next midnight UTC. RFC 3339, UTC, with a trailing `Z`.
+    #[schemars(schema_with = "crate::schema::timestamp")]
     pub resets_at: String,
 }
 
@@ -94,11 +106,11 @@ impl Allowance {
 }
 
 /// `GET /v1/allowance`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct AllowanceResponse {
-    /// The request's id.
+    /// The request's id, also in the `X-Request-ID` header.
     pub request_id: String,
-    /// Absent when no daily limit applies to the account (not the same as none remaining).
+    /// Absent when no daily limit applies (not the same as none remaining).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allowance: Option<Allowance>,
 }
@@ -117,6 +129,21 @@ pub enum DomainResolutionStatus {
     Failed,
     /// DNS answered only with addresses that are not public and routable.
     NoPublicAddress,
+}
+
+/// The wire strings of [`DomainResolutionStatus::ALL`], in place where a member has this type.
+impl JsonSchema for DomainResolutionStatus {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "DomainResolutionStatus".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        string_enum(Self::ALL.iter().map(|s| s.as_str()))
+    }
 }
 
 impl DomainResolutionStatus {
@@ -141,29 +168,30 @@ impl DomainResolutionStatus {
     }
 }
 
-/// `domain_resolution` of a domain search.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Domain searches only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct DomainResolution {
-    /// The outcome.
+    /// The outcome of resolving the name.
     pub status: DomainResolutionStatus,
     /// Public routable addresses used as targets.
     pub address_count: u32,
 }
 
 /// `POST /v1/search`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct SearchResponse {
-    /// The request's id.
+    /// The request's id, also in the `X-Request-ID` header.
     pub request_id: String,
-    /// One page of host results, ascending by address.
+    /// One page, ascending by address (IPv4 first), at most `limit`.
     pub results: Vec<HostResult>,
-    /// Present only when more results exist.
+    /// Present only when more results exist. One use, with the same query and limit.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^sc1_[A-Za-z0-9_-]{32}$"))]
     pub next_cursor: Option<String>,
-    /// The allowance after this search; absent when no daily limit applies.
+    /// Already includes this search; absent when no daily limit applies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allowance: Option<Allowance>,
-    /// Domain queries only.
+    /// The outcome of resolving a domain query's name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub domain_resolution: Option<DomainResolution>,
 }
@@ -182,12 +210,13 @@ impl SearchResponse {
     }
 }
 
-/// A count of unique hosts (SPEC "Count estimate").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// A count of unique hosts (in the specification, "Count estimate").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct CountEstimate {
     /// The number.
     pub value: u64,
-    /// `exact` or `approximate`.
+    /// Whether `value` is exact.
+    #[schemars(extend("enum" = ["exact", "approximate"]))]
     pub relation: &'static str,
 }
 
@@ -204,9 +233,9 @@ impl From<Count> for CountEstimate {
 }
 
 /// `POST /v1/search/count`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct CountResponse {
-    /// The request's id.
+    /// The request's id, also in the `X-Request-ID` header.
     pub request_id: String,
     /// Unique hosts matching the query.
     pub unique_hosts: CountEstimate,
@@ -223,15 +252,15 @@ impl CountResponse {
 }
 
 /// `POST /v1/search/facets`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FacetsResponse {
-    /// The request's id.
+    /// The request's id, also in the `X-Request-ID` header.
     pub request_id: String,
     /// Some group did not come back.
     pub partial: bool,
     /// False once the query has three clauses.
     pub can_add_filters: bool,
-    /// The six groups: port, protocol, product, country, cvss, exploit.
+    /// port, protocol, product, country, cvss, exploit.
     pub groups: Vec<FacetGroup>,
 }
 
@@ -251,16 +280,20 @@ impl FacetsResponse {
 }
 
 /// One facet group.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FacetGroup {
-    /// `port`, `protocol`, `product`, `country`, `cvss` or `exploit`.
+    /// The group.
+    #[schemars(extend("enum" = ["port", "protocol", "product", "country", "cvss", "exploit"]))]
     pub field: &'static str,
-    /// `available`, `unavailable` or `timed_out`.
+    /// Whether it came back.
+    #[schemars(extend("enum" = ["available", "unavailable", "timed_out"]))]
     pub status: &'static str,
     /// At most five values (none when the group did not come back).
+    #[schemars(length(max = 5))]
     pub items: Vec<FacetItem>,
-    /// `facet_unavailable` or `facet_timeout` when the group did not come back.
+    /// Present when the group did not come back.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["facet_unavailable", "facet_timeout"]))]
     pub error_code: Option<&'static str>,
 }
 
@@ -281,13 +314,14 @@ impl From<&IndexFacetGroup> for FacetGroup {
 }
 
 /// One suggested value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FacetItem {
     /// Display value, e.g. `22`, `ssh`, `DE`, `9.0-10.0`, `yes`.
     pub value: String,
-    /// The ready-to-use clause in canonical form, e.g. `port:22`.
+    /// The clause to add to the query, e.g. `port:22`.
+    // In canonical form.
     pub clause: String,
-    /// The clause is already in the query.
+    /// Already in the query.
     pub selected: bool,
     /// Hosts the query would match with the clause added.
     pub unique_hosts: CountEstimate,
@@ -305,21 +339,25 @@ impl From<&IndexFacetValue> for FacetItem {
 }
 
 /// `POST /v1/search/exposure`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ExposureResponse {
-    /// The request's id.
+    /// The request's id, also in the `X-Request-ID` header.
     pub request_id: String,
     /// Hosts matching the query, positioned or not.
     pub unique_hosts: CountEstimate,
     /// Services over the whole matching set.
     pub service_count: u64,
-    /// `global`, `regional` or `local`.
+    /// As requested.
+    #[schemars(extend("enum" = ["global", "regional", "local"]))]
     pub resolution: &'static str,
-    /// The geotile zoom of the resolution (4, 6 or 8).
+    /// The geotile zoom of the resolution.
+    #[schemars(extend("enum" = [4, 6, 8]))]
     pub geotile_precision: u8,
-    /// `complete`, or `bounded` when the 500-bucket cap was reached.
+    /// `bounded`: the 500-bucket cap was reached.
+    #[schemars(extend("enum" = ["complete", "bounded"]))]
     pub locations_relation: &'static str,
     /// The buckets, most hosts first.
+    #[schemars(length(max = 500))]
     pub locations: Vec<ExposureLocation>,
 }
 
@@ -347,23 +385,29 @@ impl ExposureResponse {
 }
 
 /// One geotile bucket.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ExposureLocation {
-    /// `<zoom>/<x>/<y>`; opaque, never a label.
+    /// Opaque geotile address `<zoom>/<x>/<y>`; never a label.
+    #[schemars(regex(pattern = "^[0-9]+/[0-9]+/[0-9]+$"))]
     pub key: String,
     /// Centroid latitude of the bucket's hosts.
+    #[schemars(range(min = -90, max = 90))]
     pub latitude: f64,
     /// Centroid longitude.
+    #[schemars(range(min = -180, max = 180))]
     pub longitude: f64,
     /// Hosts in the bucket.
+    #[schemars(range(min = 1))]
     pub unique_hosts: u64,
     /// Services of those hosts.
     pub service_count: u64,
-    /// The country with most hosts; absent when no host has a GeoIP country.
+    /// The country with most hosts; absent when no host has one.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[A-Z]{2}$"))]
     pub country_code: Option<String>,
-    /// Distinct countries in the bucket; absent together with `country_code`.
+    /// Distinct countries; absent with `country_code`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub country_count: Option<u32>,
 }
 
@@ -382,14 +426,15 @@ impl From<&ExposureBucket> for ExposureLocation {
 }
 
 /// `POST /v1/hosts/detail`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct HostDetailResponse {
-    /// The request's id.
+    /// The request's id, also in the `X-Request-ID` header.
     pub request_id: String,
     /// The host with one page of its services.
     pub host: HostResult,
-    /// The next page of services of this address, when there is one.
+    /// The next page of services of this address; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512))]
     pub next_cursor: Option<String>,
 }
 

@@ -1,6 +1,7 @@
 //! The OpenAPI document: its structure (every route, every `$ref` resolves, every schema used),
 //! every error code documented, and the request schemas agreeing with what `decode` accepts —
-//! member names, and acceptance of a grid of member values. The whole document as served is
+//! member names, and acceptance of a grid of member values — and the response schemas,
+//! derived from the response types, keeping the wire's rules. The whole document as served is
 //! compared with its snapshot in `periscope-api`'s suite (`tests/api/openapi.rs`).
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
@@ -291,4 +292,59 @@ fn the_api_doc_names_every_code_route_and_member() {
     for status in periscope_api_types::DomainResolutionStatus::ALL {
         assert!(doc.contains(&format!("`{}`", status.as_str())));
     }
+}
+
+/// Every keyword value under a schema, by path (properties, items, alternatives and all).
+fn walk<'a>(v: &'a Value, path: &str, out: &mut Vec<(String, &'a Value)>) {
+    out.push((path.to_owned(), v));
+    match v {
+        Value::Object(o) => o
+            .iter()
+            .for_each(|(k, x)| walk(x, &format!("{path}/{k}"), out)),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, x)| walk(x, &format!("{path}[{i}]"), out)),
+        _ => {}
+    }
+}
+
+/// The schemas derived from the response types state the wire's rules: no member admits
+/// `null` (an absent member is omitted), no object closes `additionalProperties` (clients
+/// tolerate added members), every format is one the document means (`date-time`, `ipv4`,
+/// `ipv6`; no `uint32` or `double` of the generator), and descriptions are one line.
+#[test]
+fn derived_response_schemas_state_the_wire_rules() {
+    let doc = openapi_document();
+    let requests: BTreeSet<&str> = ROUTES
+        .iter()
+        .filter_map(|r| r.body.map(|b| b.schema))
+        .collect();
+    let mut checked = 0;
+    for (name, schema) in doc["components"]["schemas"].as_object().unwrap() {
+        if requests.contains(name.as_str()) {
+            continue;
+        }
+        let mut all = Vec::new();
+        walk(schema, name, &mut all);
+        for (path, v) in all {
+            let Value::Object(o) = v else { continue };
+            assert_ne!(o.get("type"), Some(&json!("null")), "{path}");
+            if let Some(Value::Array(types)) = o.get("type") {
+                assert!(!types.contains(&json!("null")), "{path}: {types:?}");
+            }
+            assert_ne!(o.get("additionalProperties"), Some(&json!(false)), "{path}");
+            if let Some(format) = o.get("format") {
+                assert!(
+                    ["date-time", "ipv4", "ipv6"].contains(&format.as_str().unwrap()),
+                    "{path}: format {format}"
+                );
+            }
+            if let Some(Value::String(d)) = o.get("description") {
+                assert!(!d.contains('\n') && !d.contains("  "), "{path}: {d:?}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "the walk reached the schemas ({checked})");
 }
