@@ -10,6 +10,12 @@
 //! runs on it. Reader and store are joined by a bounded channel holding one batch, so at most
 //! three batches exist at once (one being filled, one waiting, one being applied), plus the
 //! few chunks being parsed, and a slow disk slows reading down instead of filling memory.
+//! Into the process's own store, with nothing to enrich, the parsing threads also merge each
+//! run of consecutive lines of one address into the record the store keeps and encode it
+//! ([`periscope_index::durable::HostEncoder`]); the batch carries those bytes, the store merges
+//! them with [`DurableStore::apply_encoded_drain`] (most are written as they came), and no
+//! observation of owned strings travels to, or is freed on, the store thread. A batch takes
+//! such a group whole (it closes early rather than split one).
 //! Emptied batches go back to the reader to be refilled. Scanner output (the importers) is
 //! read and converted on the reader thread.
 //!
@@ -52,7 +58,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use periscope_clickhouse::{ClickHouseIndex, InsertSummary, Location};
-use periscope_index::durable::{BatchSummary, DurableStore, StoreError, StoreStats};
+use periscope_index::durable::{BatchSummary, DurableStore, EncodedHosts, StoreError, StoreStats};
 use periscope_model::observation::{Observation, ScanStatus};
 use periscope_synth::{SynthConfig, SynthStats, write_dataset};
 
@@ -68,7 +74,7 @@ use crate::synth::{group, now};
 
 mod parallel;
 
-use parallel::{Chunks, ParsedChunk, Parsers};
+use parallel::{Chunks, Line, ParsedChunk, Parsers};
 
 /// The store file inside the data directory.
 pub(crate) const STORE_FILE: &str = "scan.store";
@@ -256,6 +262,9 @@ enum Where {
 struct Batch {
     /// The observations, parsed (for a store of this process).
     observations: Vec<Observation>,
+    /// Service observations merged and encoded by the parsing threads (for a store of this
+    /// process, when nothing enriches them).
+    hosts: EncodedHosts,
     /// Their lines, each ending in `\n` (for a running server).
     lines: Vec<u8>,
     /// Where each line of `lines` came from: the input's index and its line number.
@@ -274,6 +283,7 @@ impl Batch {
 
     fn clear(&mut self) {
         self.observations.clear();
+        self.hosts.clear();
         self.lines.clear();
         self.origins.clear();
         self.len = 0;
@@ -475,6 +485,10 @@ fn run_pipeline(
     started: Instant,
 ) -> Result<IngestReport> {
     let remote = matches!(target, Target::Server(_));
+    // The parsing threads encode service observations into the store's records when the
+    // store is this process's and nothing is added to them on the reader thread: groups of
+    // at most one batch.
+    let encode = (matches!(target, Target::Store(_)) && prepare.stats().is_none()).then_some(batch);
     let kept_in = match &destination {
         Where::ClickHouse(..) => "ClickHouse",
         Where::Store(..) => "the store",
@@ -498,6 +512,7 @@ fn run_pipeline(
         names,
         batch,
         remote,
+        encode,
         import,
         options,
         &mut prepare,
@@ -546,6 +561,7 @@ fn read_inputs(
     names: &[String],
     batch_size: usize,
     remote: bool,
+    encode: Option<usize>,
     import: &ImportArgs,
     options: &periscope_import::Options,
     prepare: &mut Prepare,
@@ -555,7 +571,8 @@ fn read_inputs(
 ) -> Result<ReadTally> {
     let now = now();
     thread::scope(|scope| {
-        let mut parsers = Parsers::start(scope, now).context("cannot start the parsing threads")?;
+        let mut parsers =
+            Parsers::start(scope, now, encode).context("cannot start the parsing threads")?;
         read_all(
             &mut parsers,
             files,
@@ -623,14 +640,30 @@ fn read_all(
                     }
                 }
                 let Some(parsed) = parsers.next() else { break };
-                let ParsedChunk { chunk, mut lines } = parsed;
+                let ParsedChunk {
+                    chunk,
+                    mut lines,
+                    hosts,
+                } = parsed;
+                // The group last added to the batch: a group goes in whole at its first line.
+                let mut added = None;
                 for (i, line) in lines.drain(..).enumerate() {
                     tally.lines += 1;
                     match line {
-                        Parsed::Blank => tally.blank += 1,
-                        Parsed::Rejected(r) => tally
+                        Line::Encoded { group, failed } => {
+                            tally.service += 1;
+                            tally.failed_service += u64::from(failed);
+                            if added != Some(group) {
+                                added = Some(group);
+                                if !sink.push_group(&hosts, group, &mut tally.waiting) {
+                                    return Ok(tally);
+                                }
+                            }
+                        }
+                        Line::Parsed(Parsed::Blank) => tally.blank += 1,
+                        Line::Parsed(Parsed::Rejected(r)) => tally
                             .reject(format!("{name}:line {}: {}: {}", r.line, r.field, r.reason)),
-                        Parsed::Observation(obs) => {
+                        Line::Parsed(Parsed::Observation(obs)) => {
                             tally.count(&obs);
                             let origin = (index, chunk.number(i));
                             if !sink.push(obs, chunk.content(i), origin, &mut tally.waiting) {
@@ -640,7 +673,7 @@ fn read_all(
                     }
                 }
                 progress.lines.store(tally.lines, Ordering::Relaxed);
-                parsers.recycle(chunk, lines);
+                parsers.recycle(chunk, lines, hosts);
                 if progress.failed.load(Ordering::Relaxed) {
                     return Ok(tally);
                 }
@@ -749,6 +782,35 @@ impl Sink<'_> {
     }
 }
 
+impl Sink<'_> {
+    /// Adds group `group` of `hosts` (encoded service observations); false when the store
+    /// thread is gone. A group is never split: a batch it would not fit in is sent first, so
+    /// batches still hold at most `batch_size` observations (groups hold at most that many).
+    fn push_group(&mut self, hosts: &EncodedHosts, group: usize, waiting: &mut Duration) -> bool {
+        let size = hosts.group_observations(group) as usize;
+        if self.batch.len > 0 && self.batch.len + size > self.batch_size && !self.send(waiting) {
+            return false;
+        }
+        self.batch.hosts.push_group(hosts, group);
+        self.batch.len += size;
+        if self.batch.len >= self.batch_size {
+            return self.send(waiting);
+        }
+        true
+    }
+
+    /// Sends the batch being filled and starts the next (an emptied one when there is one).
+    fn send(&mut self, waiting: &mut Duration) -> bool {
+        let (remote, size) = (self.remote, self.batch_size);
+        let next = self
+            .spares
+            .try_recv()
+            .unwrap_or_else(|_| Batch::with_capacity(if remote { 0 } else { size }));
+        let full = std::mem::replace(&mut self.batch, next);
+        send(self.batches, full, waiting)
+    }
+}
+
 /// Hands a batch to the store thread, timing the wait; false when the store thread is gone.
 fn send(batches: &SyncSender<Batch>, batch: Batch, waiting: &mut Duration) -> bool {
     let batch = match batches.try_send(batch) {
@@ -815,6 +877,10 @@ fn apply_one(
     tally: &mut StoreTally,
 ) -> Result<BatchSummary> {
     match target {
+        // Encoded by the parsing threads: merged as records, most written as they came.
+        Target::Store(store) if batch.hosts.groups() > 0 => store
+            .apply_encoded_drain(&mut batch.hosts, &mut batch.observations)
+            .map_err(store_error),
         // Drained: the observations are moved into the records and freed on this thread.
         Target::Store(store) => store
             .apply_batch_drain(&mut batch.observations)

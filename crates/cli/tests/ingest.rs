@@ -373,7 +373,12 @@ fn killed_ingest_keeps_acknowledged_batches_and_completes_on_rerun() {
             break;
         }
     }
-    assert!(acknowledged >= 150, "no batch acknowledged before the kill");
+    // Three batches of at most 50 (a batch closes early rather than split the lines of one
+    // address that the parsing threads merged).
+    assert!(
+        (3..=150).contains(&acknowledged),
+        "no batch acknowledged before the kill, or batches over --batch: {acknowledged}"
+    );
     child.kill().expect("kill");
     let status = child.wait().expect("wait");
     {

@@ -36,6 +36,12 @@
 //! whole key space; see `docs/benchmarks.md`. A store of version 1 is refused with
 //! [`StoreError::OldFormat`], never read.
 //!
+//! Ingest's parsing threads may hand a batch's service observations over already merged per
+//! address and encoded ([`HostEncoder`], [`EncodedHosts`]);
+//! [`DurableStore::apply_encoded_drain`] merges those records by the same rule
+//! ([`HostRecord::merge`]) and writes one as it came when it is all the batch holds of an
+//! address no run holds, so the stored bytes are those `apply_batch` writes.
+//!
 //! The run indexes are held in memory (about 32 bytes per host record per run); a record is
 //! read with one positioned read.
 //!
@@ -56,7 +62,7 @@ use std::sync::Arc;
 
 use periscope_model::DomainName;
 use periscope_model::ip_order_key;
-use periscope_model::observation::{DomainScan, Observation};
+use periscope_model::observation::{DomainScan, Observation, ScanStatus, ServiceObservation};
 
 use crate::codec::{self, CodecError};
 use crate::store::{ApplyOutcome, DomainScans, HostRecord};
@@ -243,6 +249,142 @@ pub struct Written {
     pub hosts: Vec<HostKey>,
     /// Names of the domain-scan records written.
     pub domain_scans: Vec<DomainName>,
+}
+
+/// Service observations already merged and encoded into host records, as ingest's parsing
+/// threads send them to the store: each group is the record ([`codec::encode_host`] bytes)
+/// of a few observations of one address that hold at most one counting observation per
+/// service, built by [`HostEncoder`]. The store merges groups
+/// ([`DurableStore::apply_encoded_drain`]) exactly as it merges the observations they were
+/// built from, and writes a group's bytes as they are when the group is all the batch holds
+/// of an address the store does not hold yet (no decoding, moving or freeing of the
+/// observations on the store thread).
+#[derive(Debug, Default)]
+pub struct EncodedHosts {
+    /// The groups' records, back to back.
+    bytes: Vec<u8>,
+    groups: Vec<Group>,
+    /// Observations in all groups.
+    observations: u64,
+}
+
+/// One group of [`EncodedHosts`].
+#[derive(Debug, Clone, Copy)]
+struct Group {
+    key: HostKey,
+    /// Where its record is in `bytes` (empty when every observation failed: no record).
+    start: usize,
+    end: usize,
+    /// Counting observations (each a service of the record).
+    services: u32,
+    /// Failed observations.
+    ignored: u32,
+}
+
+impl EncodedHosts {
+    /// Groups held.
+    pub fn groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Observations in group `i`.
+    pub fn group_observations(&self, i: usize) -> u64 {
+        let g = &self.groups[i];
+        u64::from(g.services) + u64::from(g.ignored)
+    }
+
+    /// Observations in all groups.
+    pub fn observations(&self) -> u64 {
+        self.observations
+    }
+
+    /// Appends group `i` of `from`.
+    pub fn push_group(&mut self, from: &EncodedHosts, i: usize) {
+        let g = from.groups[i];
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(&from.bytes[g.start..g.end]);
+        self.groups.push(Group {
+            start,
+            end: self.bytes.len(),
+            ..g
+        });
+        self.observations += u64::from(g.services) + u64::from(g.ignored);
+    }
+
+    /// Empties it, keeping its memory.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.groups.clear();
+        self.observations = 0;
+    }
+
+    fn record(&self, g: &Group) -> &[u8] {
+        &self.bytes[g.start..g.end]
+    }
+}
+
+/// Builds [`EncodedHosts`] from service observations in arrival order: consecutive
+/// observations of one address share a group until one of them is a second counting
+/// observation of a service the group holds, or the group holds `max` observations.
+#[derive(Debug)]
+pub struct HostEncoder {
+    open: Option<HostRecord>,
+    services: u32,
+    ignored: u32,
+    max: u32,
+}
+
+impl HostEncoder {
+    /// An encoder whose groups hold at most `max` observations (at least 1).
+    pub fn new(max: usize) -> Self {
+        Self {
+            open: None,
+            services: 0,
+            ignored: 0,
+            max: u32::try_from(max.max(1)).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Adds `obs`, closing the open group into `out` first when `obs` cannot join it; returns
+    /// the index in `out` its group will have.
+    pub fn push(&mut self, obs: ServiceObservation, out: &mut EncodedHosts) -> usize {
+        let joins = self.open.as_ref().is_some_and(|record| {
+            record.ip == obs.ip
+                && self.services + self.ignored < self.max
+                && (obs.status == ScanStatus::Failed
+                    || !record.services.contains_key(&(obs.port, obs.protocol)))
+        });
+        if !joins {
+            self.finish(out);
+        }
+        let record = self.open.get_or_insert_with(|| HostRecord::new(obs.ip));
+        match record.apply_owned(obs) {
+            ApplyOutcome::Ignored => self.ignored += 1,
+            _ => self.services += 1,
+        }
+        out.groups.len()
+    }
+
+    /// Closes the open group, if any, into `out`.
+    pub fn finish(&mut self, out: &mut EncodedHosts) {
+        let Some(record) = self.open.take() else {
+            return;
+        };
+        let start = out.bytes.len();
+        if record.enrichment.is_some() {
+            codec::encode_host_into(&record, &mut out.bytes);
+        }
+        out.groups.push(Group {
+            key: HostKey::of(record.ip),
+            start,
+            end: out.bytes.len(),
+            services: self.services,
+            ignored: self.ignored,
+        });
+        out.observations += u64::from(self.services) + u64::from(self.ignored);
+        self.services = 0;
+        self.ignored = 0;
+    }
 }
 
 /// Sizes of the store.
@@ -867,6 +1009,44 @@ impl DurableStore {
         slots: &mut [Option<Observation>],
         written: &mut Written,
     ) -> Result<BatchSummary, StoreError> {
+        self.apply_all_with(slots, None, written)
+    }
+
+    /// [`Self::apply_batch_drain`] for a batch whose service observations came encoded
+    /// ([`EncodedHosts`], built by [`HostEncoder`]): `hosts` is left empty, and so is
+    /// `observations` (its capacity kept). Service observations among `observations` are
+    /// encoded here and count as arriving after the groups. The records stored, and the
+    /// summary, are those [`Self::apply_batch`] gives for the observations the groups were
+    /// built from, in the same order.
+    pub fn apply_encoded_drain(
+        &mut self,
+        hosts: &mut EncodedHosts,
+        observations: &mut Vec<Observation>,
+    ) -> Result<BatchSummary, StoreError> {
+        let mut domains = Vec::with_capacity(observations.len());
+        let mut encoder = HostEncoder::new(usize::MAX);
+        for obs in observations.drain(..) {
+            match obs {
+                Observation::Service(s) => {
+                    encoder.push(s, hosts);
+                }
+                domain => domains.push(Some(domain)),
+            }
+        }
+        encoder.finish(hosts);
+        let result = self.apply_all_with(&mut domains, Some(hosts), &mut Written::default());
+        hosts.clear();
+        result
+    }
+
+    /// [`Self::apply_all`], the service observations coming from `encoded` when given (then
+    /// `slots` holds domain scans only).
+    fn apply_all_with(
+        &mut self,
+        slots: &mut [Option<Observation>],
+        encoded: Option<&EncodedHosts>,
+        written: &mut Written,
+    ) -> Result<BatchSummary, StoreError> {
         // Merging runs first, so an error of the merge leaves the batch unapplied.
         self.merge_runs()?;
         let mut order: Vec<(HostKey, usize)> = Vec::with_capacity(slots.len());
@@ -907,6 +1087,86 @@ impl DurableStore {
             // The batch's keys ascend, so each run is searched onward from where the
             // previous key left it (see `Cursors`), not over its whole index.
             let mut cursors = Cursors::new(version.runs.len());
+            if let Some(encoded) = encoded {
+                let mut groups: Vec<(HostKey, usize)> = encoded
+                    .groups
+                    .iter()
+                    .enumerate()
+                    .map(|(at, g)| (g.key, at))
+                    .collect();
+                groups.sort_unstable();
+                let mut groups = groups.into_iter().peekable();
+                while let Some((key, first)) = groups.next() {
+                    let first = &encoded.groups[first];
+                    let found = cursors.newest_host(&version.runs, key);
+                    let alone = groups.peek().is_none_or(|(next, _)| *next != key);
+                    if found.is_none() && alone {
+                        // All the batch holds of a new address: its bytes are the record.
+                        summary.applied += u64::from(first.services);
+                        summary.ignored += u64::from(first.ignored);
+                        let bytes = encoded.record(first);
+                        if bytes.is_empty() {
+                            continue;
+                        }
+                        if out.is_none() {
+                            out = Some(RunWriter::create(&self.dir, id)?);
+                        }
+                        if let Some(w) = out.as_mut() {
+                            w.host(key, bytes)?;
+                        }
+                        summary.hosts_written += 1;
+                        written.hosts.push(key);
+                        continue;
+                    }
+                    let mut record = match found {
+                        Some((run, loc)) => {
+                            run.read(loc, &mut stored)?;
+                            Some(decode_stored_host(key, &stored)?)
+                        }
+                        None => None,
+                    };
+                    let mut merge = |g: &Group, record: &mut Option<HostRecord>| {
+                        summary.ignored += u64::from(g.ignored);
+                        let bytes = encoded.record(g);
+                        if bytes.is_empty() {
+                            return Ok(());
+                        }
+                        let group = decode_stored_host(key, bytes)?;
+                        match record {
+                            None => {
+                                summary.applied += u64::from(g.services);
+                                *record = Some(group);
+                            }
+                            Some(record) => {
+                                for outcome in record.merge(group) {
+                                    summary.count(outcome);
+                                }
+                            }
+                        }
+                        Ok::<(), StoreError>(())
+                    };
+                    merge(first, &mut record)?;
+                    while let Some((_, at)) = groups.next_if(|(next, _)| *next == key) {
+                        merge(&encoded.groups[at], &mut record)?;
+                    }
+                    let Some(record) = record.filter(|r| r.enrichment.is_some()) else {
+                        continue;
+                    };
+                    buf.clear();
+                    codec::encode_host_into(&record, &mut buf);
+                    if found.is_some() && stored == buf {
+                        continue;
+                    }
+                    if out.is_none() {
+                        out = Some(RunWriter::create(&self.dir, id)?);
+                    }
+                    if let Some(w) = out.as_mut() {
+                        w.host(key, &buf)?;
+                    }
+                    summary.hosts_written += 1;
+                    written.hosts.push(key);
+                }
+            }
             while let Some((key, first)) = services.next() {
                 let found = cursors.newest_host(&version.runs, key);
                 let mut record = match found {

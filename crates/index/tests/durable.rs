@@ -18,12 +18,14 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use periscope_index::codec;
 use periscope_index::durable::{
-    DurableStore, FANOUT, HostKey, MANIFEST_FILE, MAX_RUNS, SCHEMA_VERSION, StoreError,
+    BatchSummary, DurableStore, EncodedHosts, FANOUT, HostEncoder, HostKey, MANIFEST_FILE,
+    MAX_RUNS, SCHEMA_VERSION, StoreError,
 };
 use periscope_index::{DomainScans, HostRecord};
 use periscope_model::observation::{Observation, ObservationReader};
 use periscope_model::{Timestamp, ip_order_key};
 use periscope_synth::{SynthConfig, write_dataset};
+use proptest::prelude::*;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers.
@@ -318,6 +320,148 @@ fn a_drained_batch_stores_what_a_borrowed_one_does() {
         assert_eq!(owned.capacity(), capacity, "the batch keeps its capacity");
     }
     assert_eq!(state(&store), expected);
+}
+
+/// Applies `batch` as ingest does when its parsing threads encode: the service observations
+/// merged into groups of at most `max` (per chunk of `chunk` lines, copied group by group into
+/// the batch), except every `plain`-th one (from 1), which goes as an observation. Returns the
+/// summary and the order in which the observations count as arriving (groups, then the
+/// plain services, domain scans among them in their order).
+fn apply_encoded(
+    store: &mut DurableStore,
+    batch: &[Observation],
+    max: usize,
+    chunk: usize,
+    plain: usize,
+) -> (BatchSummary, Vec<Observation>) {
+    let mut hosts = EncodedHosts::default();
+    let mut rest = Vec::new();
+    let mut arrival = Vec::new();
+    let mut late = Vec::new();
+    let mut services = 0;
+    for lines in batch.chunks(chunk) {
+        let mut encoder = HostEncoder::new(max);
+        let mut encoded = EncodedHosts::default();
+        for obs in lines {
+            match obs {
+                Observation::Service(s) => {
+                    services += 1;
+                    if plain > 0 && services % plain == 0 {
+                        rest.push(obs.clone());
+                        late.push(obs.clone());
+                    } else {
+                        encoder.push(s.clone(), &mut encoded);
+                        arrival.push(obs.clone());
+                    }
+                }
+                Observation::Domain(_) => {
+                    rest.push(obs.clone());
+                    arrival.push(obs.clone());
+                }
+            }
+        }
+        encoder.finish(&mut encoded);
+        for g in 0..encoded.groups() {
+            hosts.push_group(&encoded, g);
+        }
+    }
+    let expected_len = batch.len() as u64
+        - late.len() as u64
+        - batch
+            .iter()
+            .filter(|o| matches!(o, Observation::Domain(_)))
+            .count() as u64;
+    assert_eq!(hosts.observations(), expected_len);
+    arrival.extend(late);
+    let capacity = rest.capacity();
+    let summary = store.apply_encoded_drain(&mut hosts, &mut rest).unwrap();
+    assert!(
+        rest.is_empty() && hosts.groups() == 0,
+        "the batch is drained"
+    );
+    assert_eq!(rest.capacity(), capacity, "the batch keeps its capacity");
+    (summary, arrival)
+}
+
+/// Applies `observations` in batches of `size`, encoded and as observations, into two stores;
+/// both hold the same records and every batch's summary is the same.
+fn encoded_matches_observations(
+    name: &str,
+    passes: &[Vec<Observation>],
+    size: usize,
+    max: usize,
+    chunk: usize,
+    plain: usize,
+) {
+    let encoded_dir = TempDir::new(&format!("{name}-encoded"));
+    let plain_dir = TempDir::new(&format!("{name}-plain"));
+    let mut encoded = DurableStore::open(&encoded_dir.store()).unwrap();
+    let mut reference = DurableStore::open(&plain_dir.store()).unwrap();
+    for pass in passes {
+        for batch in pass.chunks(size) {
+            let (summary, arrival) = apply_encoded(&mut encoded, batch, max, chunk, plain);
+            assert_eq!(summary, reference.apply_batch(&arrival).unwrap());
+        }
+    }
+    let expected = state(&reference);
+    assert_eq!(state(&encoded), expected);
+    let all: Vec<Observation> = passes.concat();
+    assert_eq!(expected, in_memory(&all));
+    drop(encoded);
+    assert_eq!(
+        state(&DurableStore::open(&encoded_dir.store()).unwrap()),
+        expected
+    );
+}
+
+#[test]
+fn encoded_batches_store_what_observations_do() {
+    let observations = synth(300, 21);
+    let reversed: Vec<Observation> = observations.iter().rev().cloned().collect();
+    // Groups of one, a few, or as many as fit; chunks cutting groups; some plain services.
+    for (max, chunk, plain) in [(1, 1000, 0), (3, 7, 0), (usize::MAX, 64, 5)] {
+        encoded_matches_observations(
+            "encoded",
+            &[observations.clone(), reversed.clone(), observations.clone()],
+            150,
+            max,
+            chunk,
+            plain,
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Any order, batch size, group bound and chunking: the encoded path stores what the
+    /// observations store, with the same counts, over a store already holding records.
+    #[test]
+    fn encoded_batches_match_in_any_order(
+        seed in 0u64..1000,
+        order in proptest::collection::vec(any::<u64>(), 1..400),
+        size in 1usize..200,
+        max in 1usize..6,
+        chunk in 1usize..50,
+        plain in 0usize..4,
+    ) {
+        let observations = synth(40, seed);
+        let mut shuffled: Vec<(u64, Observation)> = observations
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (order[i % order.len()].wrapping_mul(i as u64 + 1), o.clone()))
+            .collect();
+        shuffled.sort_by_key(|(k, _)| *k);
+        let shuffled: Vec<Observation> = shuffled.into_iter().map(|(_, o)| o).collect();
+        encoded_matches_observations(
+            &format!("prop-{seed}-{size}-{max}-{chunk}-{plain}"),
+            &[observations, shuffled],
+            size,
+            max,
+            chunk,
+            plain,
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -168,9 +168,19 @@ impl HostRecord {
         let key = (obs.port, obs.protocol);
         let (service, host) = StoredService::split(obs);
         self.merge_host_facts(host, at);
+        self.merge_service(key, service)
+    }
+
+    /// Makes `service` the current one of `key` when it is newer than the stored one (or as
+    /// new and greater by its tie bytes).
+    fn merge_service(
+        &mut self,
+        key: (Port, ProtocolToken),
+        service: StoredService,
+    ) -> ApplyOutcome {
         let wins = match self.services.get(&key) {
             None => true,
-            Some(current) => match at.cmp(&current.observed_at) {
+            Some(current) => match service.observed_at.cmp(&current.observed_at) {
                 Ordering::Greater => true,
                 Ordering::Less => false,
                 // A completed observation beats a partial one of the same second.
@@ -186,6 +196,46 @@ impl HostRecord {
         }
         self.services.insert(key, service);
         ApplyOutcome::Applied
+    }
+
+    /// Merges `other`, a record of the same address, as if the observations it was built
+    /// from were applied here one by one, and says what each of its services did (`Applied`
+    /// or `Superseded`, in (port, protocol) order).
+    ///
+    /// Every fact of a record is the greatest of its candidates (by timestamp, then by tie
+    /// bytes), so the merged record is exactly the one applying those observations gives.
+    /// The outcomes are too when `other` was built from at most one counting observation per
+    /// service (then each of its services is that observation): what ingest's parsing
+    /// threads build ([`crate::codec`] bytes of such records travel to the store).
+    pub fn merge(&mut self, other: HostRecord) -> Vec<ApplyOutcome> {
+        debug_assert_eq!(self.ip, other.ip, "record merged into another address's");
+        let Some((host, at)) = other.enrichment else {
+            return Vec::new();
+        };
+        if let Some((location, at)) = other.location
+            && replaces(&self.location, &location, at, tie::location)
+        {
+            self.location = Some((location, at));
+        }
+        if let Some((position, at)) = other.position
+            && replaces(&self.position, &position, at, tie::position)
+        {
+            self.position = Some((position, at));
+        }
+        if let Some((names, at)) = other.reverse_dns
+            && replaces(&self.reverse_dns, &names, at, |n| tie::names(n))
+        {
+            self.reverse_dns = Some((names, at));
+        }
+        let empty = HostRecord::new(self.ip);
+        if replaces(&self.enrichment, &host, at, |e| tie::enrichment(e, &empty)) {
+            self.enrichment = Some((host, at));
+        }
+        other
+            .services
+            .into_iter()
+            .map(|(key, service)| self.merge_service(key, service))
+            .collect()
     }
 
     /// Takes each host fact of `host` that replaces the stored one: newer, or as new and

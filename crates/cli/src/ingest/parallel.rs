@@ -22,8 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, Scope, ScopedJoinHandle};
 use std::time::Duration;
 
+use periscope_index::durable::{EncodedHosts, HostEncoder};
 use periscope_model::Timestamp;
-use periscope_model::observation::{MAX_LINE_BYTES, ObservationReader};
+use periscope_model::observation::{MAX_LINE_BYTES, Observation, ObservationReader, ScanStatus};
 
 use crate::lines::{Parsed, parse_content, too_long_line};
 
@@ -47,7 +48,9 @@ pub(super) struct Chunk {
     too_long: Vec<usize>,
     /// An empty vector for the parsed lines, kept with the chunk so its memory (about as
     /// large as the chunk's text) is reused rather than allocated and freed per chunk.
-    spare_lines: Vec<Parsed>,
+    spare_lines: Vec<Line>,
+    /// Empty encoded records, kept with the chunk for the same reason.
+    spare_hosts: EncodedHosts,
 }
 
 impl Chunk {
@@ -70,13 +73,31 @@ impl Chunk {
     }
 }
 
+/// What the parsing threads made of one line.
+#[derive(Debug)]
+pub(super) enum Line {
+    /// What the sequential reader returns for it.
+    Parsed(Parsed),
+    /// A service observation, merged into group `group` of the chunk's encoded records
+    /// (only when the parsers encode); `failed` when its status is `failed`.
+    Encoded {
+        /// Its group in [`ParsedChunk::hosts`].
+        group: usize,
+        /// A failed observation.
+        failed: bool,
+    },
+}
+
 /// A chunk and what each of its lines held, in order.
 #[derive(Debug)]
 pub(super) struct ParsedChunk {
     /// The chunk, for the lines' text and numbers.
     pub(super) chunk: Chunk,
     /// One entry per line of the chunk.
-    pub(super) lines: Vec<Parsed>,
+    pub(super) lines: Vec<Line>,
+    /// The chunk's service observations as encoded host records (when the parsers encode):
+    /// the groups of consecutive lines of one address, in the order of their lines.
+    pub(super) hosts: EncodedHosts,
 }
 
 /// Cuts an input into chunks of whole lines.
@@ -135,16 +156,35 @@ impl<R: BufRead> Chunks<R> {
 }
 
 /// Parses the lines of `chunk` as the sequential reader would, checking timestamps against
-/// `reader`'s clock.
-fn parse(chunk: &Chunk, reader: &mut ObservationReader, lines: &mut Vec<Parsed>) {
+/// `reader`'s clock; with `encoder`, service observations are merged and encoded into
+/// `hosts` (a group never spans chunks).
+fn parse(
+    chunk: &Chunk,
+    reader: &mut ObservationReader,
+    encoder: Option<&mut HostEncoder>,
+    lines: &mut Vec<Line>,
+    hosts: &mut EncodedHosts,
+) {
     let mut too_long = chunk.too_long.iter().copied().peekable();
+    let mut encoder = encoder;
     for i in 0..chunk.len() {
         let n = chunk.number(i);
-        lines.push(if too_long.next_if_eq(&i).is_some() {
+        let parsed = if too_long.next_if_eq(&i).is_some() {
             too_long_line(reader, n)
         } else {
             parse_content(reader, n, chunk.content(i))
+        };
+        lines.push(match (parsed, encoder.as_deref_mut()) {
+            (Parsed::Observation(Observation::Service(s)), Some(encoder)) => {
+                let failed = s.status == ScanStatus::Failed;
+                let group = encoder.push(s, hosts);
+                Line::Encoded { group, failed }
+            }
+            (parsed, _) => Line::Parsed(parsed),
         });
+    }
+    if let Some(encoder) = encoder {
+        encoder.finish(hosts);
     }
 }
 
@@ -168,6 +208,7 @@ impl<'scope> Parsers<'scope> {
     pub(super) fn start<'env>(
         scope: &'scope Scope<'scope, 'env>,
         now: Timestamp,
+        encode: Option<usize>,
     ) -> io::Result<Self> {
         let workers = thread::available_parallelism().map_or(2, |n| n.get());
         let (jobs, queue) = mpsc::sync_channel::<Chunk>(workers);
@@ -180,7 +221,7 @@ impl<'scope> Parsers<'scope> {
             threads.push(
                 thread::Builder::new()
                     .name(format!("ingest-parse-{i}"))
-                    .spawn_scoped(scope, move || work(&queue, &done, now))?,
+                    .spawn_scoped(scope, move || work(&queue, &done, now, encode))?,
             );
         }
         Ok(Self {
@@ -211,10 +252,11 @@ impl<'scope> Parsers<'scope> {
     }
 
     /// Gives a chunk back to be read into again, with the emptied vector of its parsed
-    /// lines (whose memory the next chunk parsed into it reuses).
-    pub(super) fn recycle(&mut self, mut chunk: Chunk, mut lines: Vec<Parsed>) {
+    /// lines and its encoded records (whose memory the next chunk parsed into it reuses).
+    pub(super) fn recycle(&mut self, mut chunk: Chunk, mut lines: Vec<Line>, hosts: EncodedHosts) {
         lines.clear();
         chunk.spare_lines = lines;
+        chunk.spare_hosts = hosts;
         self.spare.push(chunk);
     }
 
@@ -271,18 +313,40 @@ impl Drop for Parsers<'_> {
     }
 }
 
-/// One parsing thread: parses chunks until the queue closes.
-fn work(queue: &Mutex<Receiver<Chunk>>, done: &Sender<ParsedChunk>, now: Timestamp) {
+/// One parsing thread: parses chunks until the queue closes; with `encode`, service
+/// observations are encoded in groups of at most that many.
+fn work(
+    queue: &Mutex<Receiver<Chunk>>,
+    done: &Sender<ParsedChunk>,
+    now: Timestamp,
+    encode: Option<usize>,
+) {
     let mut reader = ObservationReader::new(now);
+    let mut encoder = encode.map(HostEncoder::new);
     loop {
         // The lock is held only while waiting for the next chunk, not while parsing.
         let next = queue.lock().map(|q| q.recv());
         let Ok(Ok(mut chunk)) = next else { return };
         let mut lines = std::mem::take(&mut chunk.spare_lines);
+        let mut hosts = std::mem::take(&mut chunk.spare_hosts);
         lines.clear();
+        hosts.clear();
         lines.reserve(chunk.len());
-        parse(&chunk, &mut reader, &mut lines);
-        if done.send(ParsedChunk { chunk, lines }).is_err() {
+        parse(
+            &chunk,
+            &mut reader,
+            encoder.as_mut(),
+            &mut lines,
+            &mut hosts,
+        );
+        if done
+            .send(ParsedChunk {
+                chunk,
+                lines,
+                hosts,
+            })
+            .is_err()
+        {
             return;
         }
     }
@@ -314,7 +378,7 @@ mod tests {
     fn parallel(input: &[u8], now: Timestamp) -> Vec<String> {
         let mut out = Vec::new();
         thread::scope(|scope| {
-            let mut parsers = Parsers::start(scope, now).expect("threads");
+            let mut parsers = Parsers::start(scope, now, None).expect("threads");
             let mut chunks = Chunks::new(input);
             let mut eof = false;
             loop {
@@ -325,20 +389,28 @@ mod tests {
                         None => eof = true,
                     }
                 }
-                let Some(ParsedChunk { chunk, mut lines }) = parsers.next() else {
+                let Some(ParsedChunk {
+                    chunk,
+                    mut lines,
+                    hosts,
+                }) = parsers.next()
+                else {
                     break;
                 };
                 for (i, line) in lines.drain(..).enumerate() {
                     let n = chunk.number(i);
                     out.push(match line {
-                        Parsed::Blank => format!("{n} blank"),
-                        Parsed::Observation(obs) => {
+                        Line::Parsed(Parsed::Blank) => format!("{n} blank"),
+                        Line::Parsed(Parsed::Observation(obs)) => {
                             format!("{n} {obs:?} {}", String::from_utf8_lossy(chunk.content(i)))
                         }
-                        Parsed::Rejected(r) => format!("{} {}: {}", r.line, r.field, r.reason),
+                        Line::Parsed(Parsed::Rejected(r)) => {
+                            format!("{} {}: {}", r.line, r.field, r.reason)
+                        }
+                        Line::Encoded { .. } => panic!("encoded without being asked to"),
                     });
                 }
-                parsers.recycle(chunk, lines);
+                parsers.recycle(chunk, lines, hosts);
             }
         });
         out
