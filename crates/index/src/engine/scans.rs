@@ -53,6 +53,33 @@ pub(super) struct ScanRecords {
     /// The records listing address `i` are `ids[starts[i]..starts[i + 1]]`, ascending.
     starts: Box<[u32]>,
     ids: Box<[u32]>,
+    /// The inverse, derived from the three above when the lookups are made or read: record
+    /// `i` lists the addresses `listed[a]` for `a` in `lists[from[i]..from[i + 1]]`, so the
+    /// addresses of a name's records are known without reading a record.
+    from: Box<[u32]>,
+    lists: Box<[u32]>,
+}
+
+/// The inverse of `starts` and `ids` (see [`ScanRecords::from`]) for `records` records:
+/// a counting sort of the (address, record) pairs by record, keeping address order.
+fn invert(starts: &[u32], ids: &[u32], records: usize) -> (Box<[u32]>, Box<[u32]>) {
+    let mut from = vec![0u32; records + 1];
+    for i in ids {
+        from[*i as usize + 1] += 1;
+    }
+    for n in 1..from.len() {
+        from[n] += from[n - 1];
+    }
+    let mut next: Vec<u32> = from[..records].to_vec();
+    let mut lists = vec![0u32; ids.len()];
+    for (address, range) in starts.windows(2).enumerate() {
+        for i in &ids[range[0] as usize..range[1] as usize] {
+            let slot = &mut next[*i as usize];
+            lists[*slot as usize] = address as u32;
+            *slot += 1;
+        }
+    }
+    (from.into_boxed_slice(), lists.into_boxed_slice())
 }
 
 /// Bytes of a listed address in the index file: the family (4 or 6), then 16 bytes.
@@ -94,6 +121,7 @@ impl ScanRecords {
             ids.push(i);
         }
         starts.push(u32::try_from(ids.len()).map_err(|_| TooLong)?);
+        let (from, lists) = invert(&starts, &ids, scans.len());
         Ok(Self {
             source: Source::Memory(scans),
             names,
@@ -101,6 +129,8 @@ impl ScanRecords {
             listed: listed.into_boxed_slice(),
             starts: starts.into_boxed_slice(),
             ids: ids.into_boxed_slice(),
+            from,
+            lists,
         })
     }
 
@@ -178,6 +208,7 @@ impl ScanRecords {
         {
             return Err(bad("a record of an address"));
         }
+        let (from, lists) = invert(&starts, &ids, records);
         Ok(Self {
             source: Source::Store(snapshot),
             names,
@@ -185,6 +216,8 @@ impl ScanRecords {
             listed,
             starts,
             ids,
+            from,
+            lists,
         })
     }
 
@@ -218,6 +251,30 @@ impl ScanRecords {
             .get(*start as usize..*end as usize)
             .unwrap_or_default()
             .to_vec()
+    }
+
+    /// The name of record `i` as a domain name (the lookups hold only valid names; one that
+    /// is not is an error, never skipped).
+    fn domain_name(&self, i: u32) -> Result<DomainName, IndexError> {
+        DomainName::parse(self.name(i)).map_err(|e| {
+            IndexError::Unavailable(format!(
+                "the index lists a domain-scan record under an invalid name: {e}"
+            ))
+        })
+    }
+
+    /// The addresses record `i` lists, ascending, without reading the record.
+    fn addresses(&self, i: u32) -> impl Iterator<Item = IpAddr> + '_ {
+        let i = i as usize;
+        let range = match (self.from.get(i), self.from.get(i + 1)) {
+            (Some(start), Some(end)) => *start as usize..*end as usize,
+            _ => 0..0,
+        };
+        self.lists
+            .get(range)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|a| self.listed.get(*a as usize).copied())
     }
 
     /// Record `i`: a record the lookups name that the store does not hold, or cannot read,
@@ -265,10 +322,9 @@ impl<'a> ScanView<'a> {
 
     /// Names of the records listing `ip`, by name.
     pub fn names_listing(&self, ip: IpAddr) -> Result<Vec<DomainName>, IndexError> {
-        let found = self.merged(|layer| layer.listing(ip));
-        found
-            .iter()
-            .map(|(layer, i)| layer.record(*i).map(|scan| scan.name.clone()))
+        self.merged(|layer| layer.listing(ip))
+            .into_iter()
+            .map(|(layer, i)| layer.domain_name(i))
             .collect()
     }
 
@@ -276,11 +332,12 @@ impl<'a> ScanView<'a> {
     /// subdomain) listing it, by name, each once.
     pub fn listed_under(&self, name: &DomainName) -> Result<Listed, IndexError> {
         let mut out = Listed::new();
-        for scan in self.of_name(name)? {
-            for address in &scan.addresses {
+        for (layer, i) in self.merged(|layer| layer.within(name.as_str())) {
+            let record = layer.domain_name(i)?;
+            for address in layer.addresses(i) {
                 let names = out.entry(ip_order_key(address.to_canonical())).or_default();
-                if !names.contains(&scan.name) {
-                    names.push(scan.name.clone());
+                if !names.contains(&record) {
+                    names.push(record.clone());
                 }
             }
         }
