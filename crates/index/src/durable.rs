@@ -1621,6 +1621,12 @@ impl StoreSnapshot {
         self.version.domain_scan(name.as_str(), &mut Vec::new())
     }
 
+    /// The domain-scan record stored under `name` (a name as [`DomainName::as_str`] gives
+    /// it), if any: [`Self::domain_scan`] for a name already known to be normalised.
+    pub fn domain_scan_named(&self, name: &str) -> Result<Option<DomainScan>, StoreError> {
+        self.version.domain_scan(name, &mut Vec::new())
+    }
+
     /// The domain-scan records.
     pub fn domain_scans(&self) -> Result<DomainScans, StoreError> {
         let runs = &self.version.runs;

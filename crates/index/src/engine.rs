@@ -25,7 +25,8 @@
 //!   CVSS band and exploit among service-level clauses), or from a walk without that clause.
 //! - `exposure`: a place id per host (zoom-8 tile and country), one pass over the match.
 //! - `expiry`: per hour, the hosts whose oldest current service was observed then.
-//! - `scans`: the domain-scan records by name (and parent domain) and by listed address.
+//! - `scans`: the domain-scan lookups by name (and parent domain) and by listed address;
+//!   the records are read from the store snapshot by name when a query needs them.
 //! - `layers`: [`LayeredIndex`], a base and a delta built from the records written after it,
 //!   answering as one index; every answer of this engine is computed over *layers* (each
 //!   with the ordinals a later layer shadows), a lone index being the one-layer case.
@@ -194,7 +195,7 @@ enum Evidence<'a> {
         /// Ordinals of hosts DNS resolved the name to.
         resolved: RoaringBitmap,
         /// Per host-order key: names of the name's domain-scan records listing it.
-        listed: &'a Listed<'a>,
+        listed: &'a Listed,
     },
     Organization(&'a Phrase),
 }
@@ -230,6 +231,7 @@ impl EmbeddedIndex {
         let domains = snapshot.domain_scans()?;
         let mut index = Self::try_build(config, now, snapshot.hosts()?, domains, false)?;
         index.generation = snapshot.generation();
+        index.scans.read_from(snapshot.clone());
         index.records = Records::Store(Box::new(snapshot));
         Ok(index)
     }
@@ -257,7 +259,7 @@ impl EmbeddedIndex {
             value_hosts: ValueHosts::default(),
             place_ids: exposure::Places::default(),
             expiry: expiry::Expiry::default(),
-            scans: ScanRecords::new(domains),
+            scans: ScanRecords::new(domains).map_err(|_| BuildError::TooLarge)?,
         };
         let mut previous: Option<u128> = None;
         for rec in records {
@@ -686,7 +688,7 @@ impl EmbeddedIndex {
         &'a self,
         query: &'a Query,
         resolved: &[IpAddr],
-        listed: &'a Listed<'a>,
+        listed: &'a Listed,
         shadow: Option<&RoaringBitmap>,
     ) -> Selection<'a> {
         let mut selection = self.select_all(query, resolved, listed);
@@ -700,7 +702,7 @@ impl EmbeddedIndex {
         &'a self,
         query: &'a Query,
         resolved: &[IpAddr],
-        listed: &'a Listed<'a>,
+        listed: &'a Listed,
     ) -> Selection<'a> {
         let bare = |hosts| Selection {
             hosts,
@@ -771,8 +773,8 @@ impl EmbeddedIndex {
                 listed,
             } => {
                 let key = ip_order_key(hit.view.ip());
-                let names = listed.get(&key).map_or(&[][..], Vec::as_slice);
-                hit.domain = domain_matches(name, resolved.contains(h), names, hit.view.rec);
+                let names: Vec<&DomainName> = listed.get(&key).into_iter().flatten().collect();
+                hit.domain = domain_matches(name, resolved.contains(h), &names, hit.view.rec);
             }
             Evidence::Organization(phrase) => {
                 hit.organization = organization_matches(phrase, &hit.view);
@@ -798,8 +800,13 @@ impl EmbeddedIndex {
             .as_filter()
             .map(|f| f.service_clauses().cloned().collect())
             .unwrap_or_default();
-        Ok(Some(records::row(hit, query, &service_clauses, |ip| {
-            scans.names_listing(ip)
+        // The names of the records listing the address: for a domain query only.
+        let listed = match query {
+            Query::Domain(_) => scans.names_listing(hit.view.ip())?,
+            _ => Vec::new(),
+        };
+        Ok(Some(records::row(hit, query, &service_clauses, |_| {
+            listed.iter().collect()
         })))
     }
 
@@ -808,7 +815,7 @@ impl EmbeddedIndex {
     fn for_each_match(
         &self,
         query: &Query,
-        listed: &Listed<'_>,
+        listed: &Listed,
         shadow: Option<&RoaringBitmap>,
         mut f: impl FnMut(u32, u64),
     ) {
@@ -875,7 +882,7 @@ impl ScanIndex for EmbeddedIndex {
     }
 
     fn count(&self, query: &Query, _now: Timestamp) -> Result<Count, IndexError> {
-        Ok(View::single(self).count(query))
+        View::single(self).count(query)
     }
 
     fn facets(&self, query: &FilterQuery, _now: Timestamp) -> Result<Facets, IndexError> {
@@ -888,15 +895,15 @@ impl ScanIndex for EmbeddedIndex {
         resolution: Resolution,
         _now: Timestamp,
     ) -> Result<Exposure, IndexError> {
-        Ok(View::single(self).exposure(query, resolution))
+        View::single(self).exposure(query, resolution)
     }
 
     fn domain_scans_of_name(&self, name: &DomainName) -> Result<Vec<DomainScan>, IndexError> {
-        Ok(View::single(self).domain_scans_of_name(name))
+        View::single(self).domain_scans_of_name(name)
     }
 
     fn domain_scans_of_address(&self, ip: IpAddr) -> Result<Vec<DomainScan>, IndexError> {
-        Ok(View::single(self).domain_scans_of_address(ip))
+        View::single(self).domain_scans_of_address(ip)
     }
 
     fn host_detail(

@@ -590,6 +590,77 @@ fn a_corrupt_domain_scan_is_an_error_naming_it() {
     );
 }
 
+/// An index loaded from its file reads domain-scan records by name when a query needs them
+/// (a start decodes none): a corrupt one is then that query's error, never skipped.
+#[test]
+fn a_corrupt_domain_scan_under_a_loaded_index_is_an_error_of_the_lookup_that_reads_it() {
+    use periscope_index::api::{ScanIndex, SearchRequest};
+    use periscope_index::{EmbeddedIndex, IndexConfig};
+    use periscope_model::DomainName;
+    use periscope_query::Query;
+
+    let dir = TempDir::new("corrupt-scan-loaded");
+    let file = dir.0.join("scan.index");
+    let now = ts(AS_OF);
+    let line = r#"{"kind":"domain","name":"www.example","addresses":["240.0.0.1"],"observed_at":"2026-11-01T00:00:00Z"}"#;
+    let other = r#"{"kind":"domain","name":"other.test","addresses":["240.0.0.2"],"observed_at":"2026-11-01T00:00:00Z"}"#;
+    let host = r#"{"kind":"service","ip":"240.0.0.1","port":80,"transport":"tcp","protocol":"http","observed_at":"2026-11-01T00:00:00Z","status":"completed","product":{"title":"t"}}"#;
+    let query: Query = "domain:www.example".parse().unwrap();
+    let req = SearchRequest {
+        query: &query,
+        after: None,
+        limit: 10,
+        resolved: &[],
+        now,
+    };
+    let (stored, before) = {
+        let mut store = DurableStore::open(&dir.store()).unwrap();
+        store
+            .apply_batch(&parse(&format!("{line}\n{other}\n{host}"), now))
+            .unwrap();
+        let index = EmbeddedIndex::from_store(&store, IndexConfig::default(), now).unwrap();
+        index.save(&file).unwrap();
+        let scans = store.domain_scans().unwrap();
+        let www = DomainName::parse("www.example").unwrap();
+        let before = (
+            index.count(&query, now).unwrap(),
+            index.search(&req).unwrap(),
+        );
+        (codec::encode_domain_scan(&scans.by_name[&www]), before)
+    };
+    poke(&dir.store(), &stored, &garbled(&stored));
+    let store = DurableStore::open(&dir.store()).unwrap();
+    let index = EmbeddedIndex::load(&file, store.snapshot().unwrap(), IndexConfig::default())
+        .expect("a start reads no domain-scan record");
+    let names_it = |e: periscope_index::api::IndexError| {
+        assert!(e.to_string().contains("www.example"), "{e}");
+    };
+    names_it(
+        index
+            .domain_scans_of_name(&DomainName::parse("example").unwrap())
+            .unwrap_err(),
+    );
+    names_it(
+        index
+            .domain_scans_of_address("240.0.0.1".parse().unwrap())
+            .unwrap_err(),
+    );
+    // A domain search and count answer from the index's lookups (names and addresses),
+    // reading no record, so the damaged record does not change their answer.
+    assert_eq!(index.count(&query, now).unwrap(), before.0);
+    assert_eq!(index.search(&req).unwrap(), before.1);
+    assert_eq!(
+        before.0.value, 1,
+        "the search finds the damaged record's address"
+    );
+    // The intact record is read as stored.
+    let intact = index
+        .domain_scans_of_name(&DomainName::parse("test").unwrap())
+        .unwrap();
+    assert_eq!(intact.len(), 1);
+    assert_eq!(intact[0].name.as_str(), "other.test");
+}
+
 #[test]
 fn a_damaged_run_or_manifest_is_refused() {
     let dir = TempDir::new("damaged");

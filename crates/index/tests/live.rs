@@ -334,6 +334,41 @@ fn answers(a: &LayeredIndex) -> Vec<String> {
     out
 }
 
+/// The domain-scan answers of `a` for the names and addresses of the domain lines of
+/// `observations` and their parent domains: records by name and by address, and the domain
+/// searches and counts (which read the records' addresses).
+fn scan_answers(a: &LayeredIndex, observations: &[Observation]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut found = 0;
+    for obs in observations {
+        let Observation::Domain(scan) = obs else {
+            continue;
+        };
+        let by_name = a.domain_scans_of_name(&scan.name).unwrap();
+        found += by_name.len();
+        out.push(format!("{}: {by_name:?}", scan.name));
+        for address in &scan.addresses {
+            let by_address = a.domain_scans_of_address(*address).unwrap();
+            out.push(format!("{address}: {by_address:?}"));
+        }
+        let parent = scan.name.as_str().split_once('.').map_or("", |(_, p)| p);
+        let Ok(query) = format!("domain:{parent}").parse::<Query>() else {
+            continue;
+        };
+        let req = SearchRequest {
+            query: &query,
+            after: None,
+            limit: 20,
+            resolved: &[],
+            now: now(),
+        };
+        out.push(format!("{parent}: {:?}", a.search(&req).unwrap()));
+        out.push(format!("{parent}: {:?}", a.count(&query, now()).unwrap()));
+    }
+    assert!(found > 0, "the synthetic data holds domain lines");
+    out
+}
+
 #[test]
 fn a_restart_loads_the_index_file_and_answers_as_the_built_index_did() {
     let dir = TempStore::new("persist");
@@ -353,12 +388,14 @@ fn a_restart_loads_the_index_file_and_answers_as_the_built_index_did() {
     }
     assert!(live.refresh(now()).unwrap());
     let built = answers(&live.current());
+    let scans = scan_answers(&live.current(), &synth(1_500));
     assert!(count(&live, "port:443") > 0);
     drop(live);
 
     let (reopened, opened) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
     assert!(matches!(opened, Opened::Loaded), "{opened:?}");
     assert_eq!(answers(&reopened.current()), built);
+    assert_eq!(scan_answers(&reopened.current(), &synth(1_500)), scans);
 
     // Another batch makes the file stale: the next start rebuilds, and saves again.
     reopened

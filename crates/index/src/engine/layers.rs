@@ -105,10 +105,10 @@ impl<'a> View<'a> {
     }
 
     /// For a domain query, the names of its domain-scan records per listed address.
-    fn listed(&self, query: &Query) -> Listed<'a> {
+    fn listed(&self, query: &Query) -> Result<Listed, IndexError> {
         match query {
             Query::Domain(name) => self.scans.listed_under(name),
-            _ => Listed::new(),
+            _ => Ok(Listed::new()),
         }
     }
 
@@ -143,7 +143,7 @@ impl<'a> View<'a> {
             let selections: Vec<&Selection<'_>> = vec![&selection; self.parts.len()];
             return self.page(req.query, found, more, limit, &selections);
         }
-        let listed = self.listed(req.query);
+        let listed = self.listed(req.query)?;
         let selections: Vec<Selection<'_>> = self
             .parts
             .iter()
@@ -192,7 +192,7 @@ impl<'a> View<'a> {
         Ok(SearchOutcome::Page(SearchPage { hosts, has_more }))
     }
 
-    pub fn count(&self, query: &Query) -> Count {
+    pub fn count(&self, query: &Query) -> Result<Count, IndexError> {
         if let Query::Filter(f) = query {
             let n = self
                 .parts
@@ -202,25 +202,25 @@ impl<'a> View<'a> {
                         .count_filter(f.clauses(), p.shadow, p.shadow_services)
                 })
                 .sum();
-            return Count::exact(n);
+            return Ok(Count::exact(n));
         }
-        let listed = self.listed(query);
+        let listed = self.listed(query)?;
         let n = self
             .parts
             .iter()
             .map(|p| p.index.select(query, &[], &listed, p.shadow).hosts.len())
             .sum();
-        Count::exact(n)
+        Ok(Count::exact(n))
     }
 
     pub fn facets(&self, query: &FilterQuery) -> Facets {
         facets::facets(&self.parts, query)
     }
 
-    pub fn exposure(&self, query: &Query, resolution: Resolution) -> Exposure {
-        let listed = self.listed(query);
+    pub fn exposure(&self, query: &Query, resolution: Resolution) -> Result<Exposure, IndexError> {
+        let listed = self.listed(query)?;
         let Some((first, later)) = self.parts.split_first() else {
-            return Exposed::nothing(resolution);
+            return Ok(Exposed::nothing(resolution));
         };
         let mut placed: Vec<Placed> = Vec::new();
         for part in later {
@@ -239,7 +239,7 @@ impl<'a> View<'a> {
             index.for_each_match(query, &listed, first.shadow, |h, services| {
                 exposed.add(h, services);
             });
-            return exposed.finish();
+            return Ok(exposed.finish());
         }
         placed.sort_unstable_by_key(|p| p.key);
         // Each later host goes before the first base ordinal above its address (a base host
@@ -256,15 +256,15 @@ impl<'a> View<'a> {
         });
         let pending = pending.map(|(_, p)| p);
         pending.for_each(|p| exposed.add_placed(p));
-        exposed.finish()
+        Ok(exposed.finish())
     }
 
-    pub fn domain_scans_of_name(&self, name: &DomainName) -> Vec<DomainScan> {
-        self.scans.of_name(name).into_iter().cloned().collect()
+    pub fn domain_scans_of_name(&self, name: &DomainName) -> Result<Vec<DomainScan>, IndexError> {
+        self.scans.of_name(name)
     }
 
-    pub fn domain_scans_of_address(&self, ip: IpAddr) -> Vec<DomainScan> {
-        self.scans.listing(ip).into_iter().cloned().collect()
+    pub fn domain_scans_of_address(&self, ip: IpAddr) -> Result<Vec<DomainScan>, IndexError> {
+        self.scans.listing(ip)
     }
 
     pub fn host_detail(
@@ -289,11 +289,12 @@ impl<'a> View<'a> {
         let Some(view) = part.index.view(&rec) else {
             return Ok(None);
         };
+        let listed = self.scans.names_listing(ip)?;
         Ok(Some(detail::page(
             &view,
             after,
             limit,
-            self.scans.names_listing(ip),
+            listed.iter().collect(),
         )))
     }
 }
@@ -516,7 +517,7 @@ impl ScanIndex for LayeredIndex {
     }
 
     fn count(&self, query: &Query, _now: Timestamp) -> Result<Count, IndexError> {
-        Ok(self.view().count(query))
+        self.view().count(query)
     }
 
     fn facets(&self, query: &FilterQuery, _now: Timestamp) -> Result<Facets, IndexError> {
@@ -529,15 +530,15 @@ impl ScanIndex for LayeredIndex {
         resolution: Resolution,
         _now: Timestamp,
     ) -> Result<Exposure, IndexError> {
-        Ok(self.view().exposure(query, resolution))
+        self.view().exposure(query, resolution)
     }
 
     fn domain_scans_of_name(&self, name: &DomainName) -> Result<Vec<DomainScan>, IndexError> {
-        Ok(self.view().domain_scans_of_name(name))
+        self.view().domain_scans_of_name(name)
     }
 
     fn domain_scans_of_address(&self, ip: IpAddr) -> Result<Vec<DomainScan>, IndexError> {
-        Ok(self.view().domain_scans_of_address(ip))
+        self.view().domain_scans_of_address(ip)
     }
 
     fn host_detail(

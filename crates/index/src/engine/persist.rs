@@ -6,15 +6,17 @@
 //! was built from, the build time, the two settings that shape an index, then the ordinal
 //! maps, positions (micro-degrees) and country ids, service postings and columns, host
 //! postings, the per-value host postings of port, protocol, CVSS and exploit, the exposure
-//! place ids and the expiry hours — in the order [`EmbeddedIndex::save`] writes them — and
-//! last a 64-bit checksum of every byte before it (four-lane, see `Checksum`). Fixed-width
-//! columns are written and read a block at a time; postings keyed by text (names, words,
+//! place ids, the expiry hours and the domain-scan lookups (`scans`) — in the order
+//! [`EmbeddedIndex::save`] writes them — and last a 64-bit checksum of every byte before it
+//! (four-lane, see `Checksum`). Fixed-width columns are written and read a block at a time; postings keyed by text (names, words,
 //! CPEs, certificate names) are in their compact in-memory form (`strings`), so loading them
-//! is a few large reads rather than an allocation per key. Version 5 added that form, the
-//! compact positions and the four-lane checksum; version 4 the CVSS "from" postings and the
-//! port and protocol repeats. A file of an older version is stale: it is rebuilt, never
-//! read. Bitmaps are roaring's portable serialization. The domain-scan lookups are not in
-//! the file: they are rebuilt from the store snapshot, which is small.
+//! is a few large reads rather than an allocation per key. Version 6 added the domain-scan
+//! lookups (before, a load decoded every domain-scan record of the store to rebuild them —
+//! most of a start at ten million hosts; now the records are read by name when a query needs
+//! them); version 5 the compact text form, the compact positions and the four-lane
+//! checksum; version 4 the CVSS "from" postings and the port and protocol repeats. A file of
+//! an older version is stale: it is rebuilt, never read. Bitmaps are roaring's portable
+//! serialization.
 //!
 //! **Validity:** a file is used only when its generation equals the store snapshot's (every
 //! committed batch advances the store's generation) and its settings equal the ones asked
@@ -45,7 +47,7 @@ use crate::store::IndexConfig;
 
 const MAGIC: &[u8; 8] = b"PSCPIDX\0";
 /// The layout written and the only one read.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// Why an index file was not used.
 #[derive(Debug, thiserror::Error)]
@@ -436,7 +438,8 @@ impl EmbeddedIndex {
         self.hosts.write(w)?;
         self.value_hosts.write(w)?;
         self.place_ids.write(w)?;
-        self.expiry.write(w)
+        self.expiry.write(w)?;
+        self.scans.write(w)
     }
 
     /// Loads the index file at `path` built from `snapshot` with `config`; see the module
@@ -531,6 +534,7 @@ impl EmbeddedIndex {
         let value_hosts = super::postings::ValueHosts::read(&mut r, hosts)?;
         let place_ids = super::exposure::Places::read(&mut r, &countries)?;
         let expiry = super::expiry::Expiry::read(&mut r, hosts)?;
+        let scans = ScanRecords::read(&mut r, snapshot.clone())?;
         let computed = r.sum.finish();
         let stored = u64::from_le_bytes(r.array::<8>()?);
         if computed != stored {
@@ -539,7 +543,6 @@ impl EmbeddedIndex {
         if r.read(&mut [0u8; 1])? != 0 {
             return Err(corrupt("bytes after the checksum"));
         }
-        let scans = ScanRecords::new(snapshot.domain_scans()?);
         Ok(Self {
             config,
             built_at,

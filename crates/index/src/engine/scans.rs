@@ -2,66 +2,299 @@
 //! record of a name or of a subdomain of it — the records are filed under the name and each
 //! parent domain) and by listed address. Lists keep name order, as the reference returns them.
 //!
+//! [`ScanRecords`] holds only the lookups — the records' names, ascending (record `i` is the
+//! `i`-th), the name and parent-domain postings and the listed addresses with their records —
+//! in a compact form the index file holds as it is in memory ([`ScanRecords::write`]). The
+//! records themselves are read when a query needs them: from the store snapshot by name
+//! (an index of a store), or from memory (an index built from an iterator). So a start from
+//! the index file decodes no record, and the records are not held twice.
+//!
 //! [`ScanView`] reads several layers of records as one: a record of a layer is hidden when a
 //! later layer holds a record of the same name (a delta holds the records written since the
 //! base was built, newest per name, so its record is the current one).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use periscope_model::observation::DomainScan;
 use periscope_model::{DomainName, ip_order_key};
 
+use super::persist::{LoadError, Reader, Writer};
+use super::strings::{StrPostings, TooLong};
+use super::with_causes;
+use crate::api::IndexError;
+use crate::durable::StoreSnapshot;
 use crate::store::DomainScans;
 
 /// Per host-order key of a listed address: the names of the records listing it.
-pub(super) type Listed<'a> = HashMap<u128, Vec<&'a DomainName>>;
+pub(super) type Listed = HashMap<u128, Vec<DomainName>>;
 
-/// The records, newest per name, in name order, with the two lookups.
-#[derive(Debug, Default)]
-pub(super) struct ScanRecords {
-    scans: Vec<DomainScan>,
-    /// Per name or parent domain: the records within it, by index (name order).
-    within: HashMap<Box<str>, Vec<u32>>,
-    /// Per listed address: the records listing it, by index (name order).
-    listing: HashMap<IpAddr, Vec<u32>>,
+/// Where the records are read.
+#[derive(Debug)]
+enum Source {
+    /// Record `i` is the `i`-th (an index built from an iterator, or a delta).
+    Memory(Vec<DomainScan>),
+    /// The store snapshot, read by name.
+    Store(StoreSnapshot),
 }
 
+/// The lookups of the records, newest per name; see the module documentation.
+#[derive(Debug)]
+pub(super) struct ScanRecords {
+    source: Source,
+    /// The records' names, ascending: record `i` is the `i`-th key.
+    names: StrPostings,
+    /// Per name or parent domain: the records within it.
+    within: StrPostings,
+    /// The listed addresses, ascending.
+    listed: Box<[IpAddr]>,
+    /// The records listing address `i` are `ids[starts[i]..starts[i + 1]]`, ascending.
+    starts: Box<[u32]>,
+    ids: Box<[u32]>,
+    /// The inverse, derived from the three above when the lookups are made or read: record
+    /// `i` lists the addresses `listed[a]` for `a` in `lists[from[i]..from[i + 1]]`, so the
+    /// addresses of a name's records are known without reading a record.
+    from: Box<[u32]>,
+    lists: Box<[u32]>,
+}
+
+/// The inverse of `starts` and `ids` (see [`ScanRecords::from`]) for `records` records:
+/// a counting sort of the (address, record) pairs by record, keeping address order.
+fn invert(starts: &[u32], ids: &[u32], records: usize) -> (Box<[u32]>, Box<[u32]>) {
+    let mut from = vec![0u32; records + 1];
+    for i in ids {
+        from[*i as usize + 1] += 1;
+    }
+    for n in 1..from.len() {
+        from[n] += from[n - 1];
+    }
+    let mut next: Vec<u32> = from[..records].to_vec();
+    let mut lists = vec![0u32; ids.len()];
+    for (address, range) in starts.windows(2).enumerate() {
+        for i in &ids[range[0] as usize..range[1] as usize] {
+            let slot = &mut next[*i as usize];
+            lists[*slot as usize] = address as u32;
+            *slot += 1;
+        }
+    }
+    (from.into_boxed_slice(), lists.into_boxed_slice())
+}
+
+/// Bytes of a listed address in the index file: the family (4 or 6), then 16 bytes.
+const ADDRESS_BYTES: usize = 17;
+
 impl ScanRecords {
-    /// Indexes the stored records.
-    pub fn new(domains: DomainScans) -> Self {
-        let mut out = Self::default();
+    /// Indexes the records, keeping them in memory. Fails past 2³² records or 4 GiB of keys.
+    pub fn new(domains: DomainScans) -> Result<Self, TooLong> {
+        let mut names = StrPostings::default();
+        let mut within = StrPostings::default();
+        let mut pairs: Vec<(IpAddr, u32)> = Vec::new();
+        let mut scans = Vec::with_capacity(domains.by_name.len());
         for (i, scan) in domains.by_name.into_values().enumerate() {
-            let Ok(i) = u32::try_from(i) else { break };
+            let i = u32::try_from(i).map_err(|_| TooLong)?;
+            names.insert(scan.name.as_str(), i);
             let mut suffix = scan.name.as_str();
             loop {
-                out.within.entry(suffix.into()).or_default().push(i);
+                within.insert(suffix, i);
                 match suffix.split_once('.') {
                     Some((_, parent)) => suffix = parent,
                     None => break,
                 }
             }
-            for address in &scan.addresses {
-                let list = out.listing.entry(*address).or_default();
-                if list.last() != Some(&i) {
-                    list.push(i);
-                }
-            }
-            out.scans.push(scan);
+            pairs.extend(scan.addresses.iter().map(|a| (*a, i)));
+            scans.push(scan);
         }
-        out
+        names.freeze()?;
+        within.freeze()?;
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut listed = Vec::new();
+        let mut starts = Vec::new();
+        let mut ids = Vec::with_capacity(pairs.len());
+        for (ip, i) in pairs {
+            if listed.last() != Some(&ip) {
+                starts.push(u32::try_from(ids.len()).map_err(|_| TooLong)?);
+                listed.push(ip);
+            }
+            ids.push(i);
+        }
+        starts.push(u32::try_from(ids.len()).map_err(|_| TooLong)?);
+        let (from, lists) = invert(&starts, &ids, scans.len());
+        Ok(Self {
+            source: Source::Memory(scans),
+            names,
+            within,
+            listed: listed.into_boxed_slice(),
+            starts: starts.into_boxed_slice(),
+            ids: ids.into_boxed_slice(),
+            from,
+            lists,
+        })
+    }
+
+    /// Reads the records from `snapshot` (which holds them under their names) from now on,
+    /// dropping those in memory.
+    pub fn read_from(&mut self, snapshot: StoreSnapshot) {
+        self.source = Source::Store(snapshot);
+    }
+
+    /// Writes the lookups (the index file; see `persist`).
+    pub fn write<W: Write>(&self, w: &mut Writer<W>) -> io::Result<()> {
+        self.names.write(w)?;
+        self.within.write(w)?;
+        w.len(self.listed.len())?;
+        for chunk in self.listed.chunks(1 << 12) {
+            let mut bytes = Vec::with_capacity(chunk.len() * ADDRESS_BYTES);
+            for ip in chunk {
+                let (family, bits) = match ip {
+                    IpAddr::V4(a) => (4, u128::from(u32::from(*a))),
+                    IpAddr::V6(a) => (6, u128::from(*a)),
+                };
+                bytes.push(family);
+                bytes.extend_from_slice(&bits.to_le_bytes());
+            }
+            w.write_all(&bytes)?;
+        }
+        w.len(self.ids.len())?;
+        w.u32s(&self.starts)?;
+        w.u32s(&self.ids)
+    }
+
+    /// Reads what [`Self::write`] wrote; the records are then read from `snapshot`.
+    pub fn read<R: Read>(r: &mut Reader<R>, snapshot: StoreSnapshot) -> Result<Self, LoadError> {
+        let bad = |why: &str| LoadError::Corrupt(format!("domain-scan lookups: {why}"));
+        let names = StrPostings::read(r, "domain-scan names", u32::MAX as usize)?;
+        let records = names.len();
+        let within = StrPostings::read(r, "domain-scan names within", records)?;
+        let n = r.len("listed addresses")?;
+        let bytes = r.bytes(n.checked_mul(ADDRESS_BYTES).ok_or_else(|| bad("count"))?)?;
+        let listed = bytes
+            .chunks_exact(ADDRESS_BYTES)
+            .map(|c| {
+                let mut bits = [0u8; 16];
+                bits.copy_from_slice(&c[1..]);
+                let bits = u128::from_le_bytes(bits);
+                match c[0] {
+                    4 => u32::try_from(bits)
+                        .ok()
+                        .map(|v| IpAddr::V4(Ipv4Addr::from(v))),
+                    6 => Some(IpAddr::V6(Ipv6Addr::from(bits))),
+                    _ => None,
+                }
+            })
+            .collect::<Option<Box<[IpAddr]>>>()
+            .ok_or_else(|| bad("an address"))?;
+        drop(bytes);
+        if listed.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(bad("addresses out of order"));
+        }
+        let m = r.len("listed records")?;
+        let starts = r.u32s(n + 1)?.into_boxed_slice();
+        let ids = r.u32s(m)?.into_boxed_slice();
+        let ranges_ok = starts.first() == Some(&0)
+            && starts.last().map(|l| *l as usize) == Some(m)
+            && starts.windows(2).all(|w| w[0] < w[1]);
+        if !ranges_ok {
+            return Err(bad("address ranges"));
+        }
+        if ids.iter().any(|i| *i as usize >= records)
+            || starts.windows(2).any(|w| {
+                ids[w[0] as usize..w[1] as usize]
+                    .windows(2)
+                    .any(|p| p[0] >= p[1])
+            })
+        {
+            return Err(bad("a record of an address"));
+        }
+        let (from, lists) = invert(&starts, &ids, records);
+        Ok(Self {
+            source: Source::Store(snapshot),
+            names,
+            within,
+            listed,
+            starts,
+            ids,
+            from,
+            lists,
+        })
+    }
+
+    /// The name of record `i`.
+    fn name(&self, i: u32) -> &str {
+        self.names.key(i as usize)
     }
 
     /// Whether a record of exactly `name` is held.
-    fn holds(&self, name: &DomainName) -> bool {
-        self.resolve(self.within.get(name.as_str()))
-            .any(|scan| scan.name == *name)
+    fn holds(&self, name: &str) -> bool {
+        self.names.get(name).is_some()
     }
 
-    fn resolve<'a>(&'a self, ids: Option<&'a Vec<u32>>) -> impl Iterator<Item = &'a DomainScan> {
-        ids.into_iter()
-            .flatten()
-            .filter_map(|i| self.scans.get(*i as usize))
+    /// The records within `name`, ascending.
+    fn within(&self, name: &str) -> Vec<u32> {
+        self.within
+            .get(name)
+            .map(|ids| ids.iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// The records listing `ip`, ascending.
+    fn listing(&self, ip: IpAddr) -> Vec<u32> {
+        let Ok(at) = self.listed.binary_search(&ip) else {
+            return Vec::new();
+        };
+        let (Some(start), Some(end)) = (self.starts.get(at), self.starts.get(at + 1)) else {
+            return Vec::new();
+        };
+        self.ids
+            .get(*start as usize..*end as usize)
+            .unwrap_or_default()
+            .to_vec()
+    }
+
+    /// The name of record `i` as a domain name (the lookups hold only valid names; one that
+    /// is not is an error, never skipped).
+    fn domain_name(&self, i: u32) -> Result<DomainName, IndexError> {
+        DomainName::parse(self.name(i)).map_err(|e| {
+            IndexError::Unavailable(format!(
+                "the index lists a domain-scan record under an invalid name: {e}"
+            ))
+        })
+    }
+
+    /// The addresses record `i` lists, ascending, without reading the record.
+    fn addresses(&self, i: u32) -> impl Iterator<Item = IpAddr> + '_ {
+        let i = i as usize;
+        let range = match (self.from.get(i), self.from.get(i + 1)) {
+            (Some(start), Some(end)) => *start as usize..*end as usize,
+            _ => 0..0,
+        };
+        self.lists
+            .get(range)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|a| self.listed.get(*a as usize).copied())
+    }
+
+    /// Record `i`: a record the lookups name that the store does not hold, or cannot read,
+    /// is an error.
+    fn record(&self, i: u32) -> Result<Cow<'_, DomainScan>, IndexError> {
+        match &self.source {
+            Source::Memory(scans) => scans.get(i as usize).map(Cow::Borrowed).ok_or_else(|| {
+                IndexError::Unavailable(format!("domain-scan record {i} is not held"))
+            }),
+            Source::Store(snapshot) => {
+                let name = self.name(i);
+                match snapshot.domain_scan_named(name) {
+                    Ok(Some(scan)) => Ok(Cow::Owned(scan)),
+                    Ok(None) => Err(IndexError::Unavailable(format!(
+                        "the store holds no domain-scan record of {name}, which the index lists"
+                    ))),
+                    Err(e) => Err(IndexError::Unavailable(with_causes(&e))),
+                }
+            }
+        }
     }
 }
 
@@ -78,57 +311,63 @@ impl<'a> ScanView<'a> {
     }
 
     /// Records of `name` and of its subdomains, by name.
-    pub fn of_name(&self, name: &DomainName) -> Vec<&'a DomainScan> {
-        self.merged(|layer| layer.within.get(name.as_str()))
+    pub fn of_name(&self, name: &DomainName) -> Result<Vec<DomainScan>, IndexError> {
+        self.read(&self.merged(|layer| layer.within(name.as_str())))
     }
 
     /// Records listing `ip`, by name.
-    pub fn listing(&self, ip: IpAddr) -> Vec<&'a DomainScan> {
-        self.merged(|layer| layer.listing.get(&ip))
+    pub fn listing(&self, ip: IpAddr) -> Result<Vec<DomainScan>, IndexError> {
+        self.read(&self.merged(|layer| layer.listing(ip)))
     }
 
     /// Names of the records listing `ip`, by name.
-    pub fn names_listing(&self, ip: IpAddr) -> Vec<&'a DomainName> {
-        self.listing(ip)
+    pub fn names_listing(&self, ip: IpAddr) -> Result<Vec<DomainName>, IndexError> {
+        self.merged(|layer| layer.listing(ip))
             .into_iter()
-            .map(|scan| &scan.name)
+            .map(|(layer, i)| layer.domain_name(i))
             .collect()
     }
 
     /// Per host-order key of a listed address: the names of the records of `name` (or a
     /// subdomain) listing it, by name, each once.
-    pub fn listed_under(&self, name: &DomainName) -> Listed<'a> {
-        let mut out: Listed<'a> = HashMap::new();
-        for scan in self.of_name(name) {
-            for address in &scan.addresses {
+    pub fn listed_under(&self, name: &DomainName) -> Result<Listed, IndexError> {
+        let mut out = Listed::new();
+        for (layer, i) in self.merged(|layer| layer.within(name.as_str())) {
+            let record = layer.domain_name(i)?;
+            for address in layer.addresses(i) {
                 let names = out.entry(ip_order_key(address.to_canonical())).or_default();
-                if !names.contains(&&scan.name) {
-                    names.push(&scan.name);
+                if !names.contains(&record) {
+                    names.push(record.clone());
                 }
             }
         }
-        out
+        Ok(out)
     }
 
-    /// The records `lookup` finds in every layer (by index), less those a later layer
-    /// replaces, by name.
-    fn merged(
-        &self,
-        lookup: impl Fn(&'a ScanRecords) -> Option<&'a Vec<u32>>,
-    ) -> Vec<&'a DomainScan> {
+    fn read(&self, found: &[(&'a ScanRecords, u32)]) -> Result<Vec<DomainScan>, IndexError> {
+        found
+            .iter()
+            .map(|(layer, i)| layer.record(*i).map(Cow::into_owned))
+            .collect()
+    }
+
+    /// The records `lookup` finds in every layer, less those a later layer replaces, by
+    /// name.
+    fn merged(&self, lookup: impl Fn(&'a ScanRecords) -> Vec<u32>) -> Vec<(&'a ScanRecords, u32)> {
         if let [only] = self.layers[..] {
-            return only.resolve(lookup(only)).collect();
+            return lookup(only).into_iter().map(|i| (only, i)).collect();
         }
-        let mut out: Vec<&'a DomainScan> = Vec::new();
-        for (i, layer) in self.layers.iter().enumerate() {
-            let later = self.layers.get(i + 1..).unwrap_or_default();
+        let mut out: Vec<(&'a ScanRecords, u32)> = Vec::new();
+        for (n, layer) in self.layers.iter().enumerate() {
+            let later = self.layers.get(n + 1..).unwrap_or_default();
             out.extend(
-                layer
-                    .resolve(lookup(layer))
-                    .filter(|scan| later.iter().all(|l| !l.holds(&scan.name))),
+                lookup(layer)
+                    .into_iter()
+                    .filter(|i| later.iter().all(|l| !l.holds(layer.name(*i))))
+                    .map(|i| (*layer, i)),
             );
         }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out.sort_by(|a, b| a.0.name(a.1).cmp(b.0.name(b.1)));
         out
     }
 }

@@ -97,7 +97,8 @@ impl StrPostings {
         out
     }
 
-    fn key(&self, i: usize) -> &str {
+    /// Key `i` in ascending order (empty past the last).
+    pub fn key(&self, i: usize) -> &str {
         let start = i
             .checked_sub(1)
             .and_then(|p| self.ends.get(p))
@@ -137,7 +138,6 @@ impl StrPostings {
     }
 
     /// Keys.
-    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.ends.len()
     }
