@@ -130,8 +130,7 @@ pub fn is_base64url(c: u8) -> bool {
 /// Whether `text` could be a secret of [`secret`] (43 base64url characters), so malformed
 /// input is refused before any lookup.
 pub fn is_secret_shaped(text: &str) -> bool {
-    text.len() == 43
-        && text.bytes().all(is_base64url)
+    text.len() == 43 && text.bytes().all(is_base64url)
 }
 
 #[cfg(test)]

@@ -49,9 +49,9 @@ use config::Settings;
 use jwt::Keys;
 use mail::Mailer;
 use periscope_model::clock::{Clock, SystemClock};
-use periscope_ui::csrf::CsrfKey;
 /// The workspace's one random-token module.
 pub(crate) use periscope_model::random;
+use periscope_ui::csrf::CsrfKey;
 use ratelimit::Limiter;
 use store::Store;
 
