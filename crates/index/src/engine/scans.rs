@@ -5,9 +5,12 @@
 //! [`ScanRecords`] holds only the lookups — the records' names, ascending (record `i` is the
 //! `i`-th), the name and parent-domain postings and the listed addresses with their records —
 //! in a compact form the index file holds as it is in memory ([`ScanRecords::write`]). The
-//! records themselves are read when a query needs them: from the store snapshot by name
-//! (an index of a store), or from memory (an index built from an iterator). So a start from
-//! the index file decodes no record, and the records are not held twice.
+//! records themselves are read only when a look-up returns them: from the store snapshot by
+//! name (an index of a store), or from memory (an index built from an iterator). A domain
+//! search needs only names and addresses: the names table, and each record's addresses from
+//! the inverse of the address lookup (derived by a counting sort when the lookups are made
+//! or read). So a start from the index file decodes no record, a domain search reads none,
+//! and the records are not held twice.
 //!
 //! [`ScanView`] reads several layers of records as one: a record of a layer is hidden when a
 //! later layer holds a record of the same name (a delta holds the records written since the
