@@ -5,7 +5,7 @@
 //!
 //! The derives read the serde attributes: a member with `skip_serializing_if` is not
 //! `required`, `rename_all`/`tag` name members and variants. Descriptions are the doc
-//! comments of the fields and types. [`wire`] then removes what the generator adds for
+//! comments of the fields and types. `wire` then removes what the generator adds for
 //! deserializing and what the document does not say: `null` (no response member is ever
 //! `null`; an absent member is omitted) and the integer and float `format` names (`uint32`,
 //! `double`, …), whose bounds stay as `minimum`/`maximum`; and it joins the lines of a

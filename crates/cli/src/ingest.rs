@@ -770,19 +770,11 @@ impl Sink<'_> {
         }
         batch.len += 1;
         if batch.len >= self.batch_size || batch.lines.len() >= FRAME_TARGET {
-            let (remote, size) = (self.remote, self.batch_size);
-            let next = self
-                .spares
-                .try_recv()
-                .unwrap_or_else(|_| Batch::with_capacity(if remote { 0 } else { size }));
-            let full = std::mem::replace(&mut self.batch, next);
-            return send(self.batches, full, waiting);
+            return self.send(waiting);
         }
         true
     }
-}
 
-impl Sink<'_> {
     /// Adds group `group` of `hosts` (encoded service observations); false when the store
     /// thread is gone. A group is never split: a batch it would not fit in is sent first, so
     /// batches still hold at most `batch_size` observations (groups hold at most that many).

@@ -576,6 +576,20 @@ struct RunWriter {
     names: Vec<(Box<str>, Loc)>,
 }
 
+/// The run a batch writes, created at its first record (a batch that changes nothing writes
+/// none).
+fn opened<'a>(
+    out: &'a mut Option<RunWriter>,
+    dir: &Path,
+    id: u64,
+) -> Result<&'a mut RunWriter, StoreError> {
+    let writer = match out.take() {
+        Some(writer) => writer,
+        None => RunWriter::create(dir, id)?,
+    };
+    Ok(out.insert(writer))
+}
+
 impl RunWriter {
     fn create(dir: &Path, id: u64) -> Result<Self, StoreError> {
         let path = dir.join(Run::file_name(id));
@@ -1108,12 +1122,7 @@ impl DurableStore {
                         if bytes.is_empty() {
                             continue;
                         }
-                        if out.is_none() {
-                            out = Some(RunWriter::create(&self.dir, id)?);
-                        }
-                        if let Some(w) = out.as_mut() {
-                            w.host(key, bytes)?;
-                        }
+                        opened(&mut out, &self.dir, id)?.host(key, bytes)?;
                         summary.hosts_written += 1;
                         written.hosts.push(key);
                         continue;
@@ -1157,12 +1166,7 @@ impl DurableStore {
                     if found.is_some() && stored == buf {
                         continue;
                     }
-                    if out.is_none() {
-                        out = Some(RunWriter::create(&self.dir, id)?);
-                    }
-                    if let Some(w) = out.as_mut() {
-                        w.host(key, &buf)?;
-                    }
+                    opened(&mut out, &self.dir, id)?.host(key, &buf)?;
                     summary.hosts_written += 1;
                     written.hosts.push(key);
                 }
@@ -1189,12 +1193,7 @@ impl DurableStore {
                 if found.is_some() && stored == buf {
                     continue;
                 }
-                if out.is_none() {
-                    out = Some(RunWriter::create(&self.dir, id)?);
-                }
-                if let Some(w) = out.as_mut() {
-                    w.host(key, &buf)?;
-                }
+                opened(&mut out, &self.dir, id)?.host(key, &buf)?;
                 summary.hosts_written += 1;
                 written.hosts.push(key);
             }
@@ -1212,12 +1211,8 @@ impl DurableStore {
                 let Some(scan) = current.by_name.get(&name).filter(|_| changed) else {
                     continue;
                 };
-                if out.is_none() {
-                    out = Some(RunWriter::create(&self.dir, id)?);
-                }
-                if let Some(w) = out.as_mut() {
-                    w.name(name.as_str(), &codec::encode_domain_scan(scan))?;
-                }
+                opened(&mut out, &self.dir, id)?
+                    .name(name.as_str(), &codec::encode_domain_scan(scan))?;
                 summary.domain_scans_written += 1;
                 written.domain_scans.push(name);
             }

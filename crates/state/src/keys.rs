@@ -9,14 +9,13 @@
 use std::fmt;
 
 use periscope_model::Timestamp;
-use sha2::{Digest, Sha256};
 
 use crate::accounts::{
     Account, AccountId, account_columns, account_from_row, timestamp, unknown_account_on_fk,
 };
 use crate::db::on_db;
 use crate::error::{Result, StateError};
-use periscope_model::random;
+use periscope_model::random::{self, digest};
 
 use crate::State;
 
@@ -95,17 +94,6 @@ pub fn is_well_formed_key(presented: &str) -> bool {
     }
     let (body, check) = presented.split_at(PREFIX.len() + SECRET_LEN);
     random::base62_fixed(u64::from(crc32(body.as_bytes())), CHECK_LEN) == check
-}
-
-/// The stored form of a key: lower-case hex SHA-256.
-fn digest(key: &str) -> String {
-    use std::fmt::Write;
-    Sha256::digest(key.as_bytes())
-        .iter()
-        .fold(String::with_capacity(64), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }
 
 /// What is known about a key, without the key itself.
@@ -352,14 +340,6 @@ mod tests {
         assert!(!is_well_formed_key(&s[1..]));
         assert!(!is_well_formed_key(&format!("pk_{}", &s[3..])));
         assert!(!is_well_formed_key(""));
-    }
-
-    #[test]
-    fn digest_is_sha256_hex() {
-        assert_eq!(
-            digest("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 
     #[test]
