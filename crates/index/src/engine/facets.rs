@@ -25,6 +25,12 @@
 //! its words (the title-word index). Ordering, the selected value and the cap come from the
 //! reference's [`group_of`], so only the sets are computed here.
 //!
+//! The shared walk and the groups with a clause of their own read the same sets and write
+//! none, so when a query has two of these to do, they run side by side on the process's
+//! thread pool (`rayon_core::join`: one thread per core, started once): one walks and then
+//! takes groups while the other takes groups, each group counted by whichever is free.
+//! Each part does exactly the work it did alone; an answer uses two cores.
+//!
 //! Over layers (`layers`: a base less its shadow, and a delta), each layer is walked or
 //! intersected on its own; a group's candidates are the union of the layers' and each
 //! candidate's count is the sum of its counts in every layer (a value can count hosts of a
@@ -32,6 +38,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use periscope_model::{CountryCode, Port, ProtocolToken};
 use periscope_query::{Clause, FilterQuery};
@@ -55,25 +62,49 @@ pub(super) fn facets(parts: &[Part<'_>], query: &FilterQuery) -> Facets {
         .collect();
     // Per layer, the services satisfying every service-level clause less the shadow's,
     // when the query names a service: the shared walk's and every group's `M`.
-    let mut full: Vec<Option<RoaringBitmap>> = parts
+    let full: Vec<Option<RoaringBitmap>> = parts
         .iter()
         .map(|part| unshadowed(part, part.index.service_set(clauses)?).map(Cow::into_owned))
         .collect();
-    let mut tallies = if shared.is_empty() {
-        HashMap::new()
-    } else {
+    let walk = || {
+        if shared.is_empty() {
+            return HashMap::new();
+        }
         let all: Vec<&Clause> = clauses.iter().collect();
         tally(parts, &all, None, &shared, &full)
     };
-    let mut matching: Vec<Option<RoaringBitmap>> = vec![None; parts.len()];
+    // The groups with a clause of their own, taken one at a time by whichever thread is free.
+    let own: Vec<(FacetField, &Clause)> = FacetField::ALL
+        .into_iter()
+        .filter_map(|field| Some((field, query.get(query_field(field))?)))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let count_own = || {
+        let mut matching: Vec<Option<RoaringBitmap>> = vec![None; parts.len()];
+        let mut counted = Vec::new();
+        while let Some((field, clause)) = own.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let group = own_group(parts, query, *field, clause, &mut matching, &full);
+            counted.push((*field, group));
+        }
+        counted
+    };
+    let (mut tallies, mut owned) = if own.len() + usize::from(!shared.is_empty()) < 2 {
+        (walk(), count_own())
+    } else {
+        // The walk and the groups read the same sets and write none: one thread of the pool
+        // walks and then helps with the groups while the other counts them.
+        let ((tallies, mut owned), more) = rayon_core::join(|| (walk(), count_own()), count_own);
+        owned.extend(more);
+        (tallies, owned)
+    };
     let groups = FacetField::ALL
         .into_iter()
-        .map(|field| match query.get(query_field(field)) {
+        .map(|field| match owned.iter().position(|(f, _)| *f == field) {
+            Some(at) => owned.swap_remove(at).1,
             None => {
                 let counted = tallies.remove(&field).unwrap_or_default();
                 group_of(query, field, &counted.clauses, |v| counted.count(v))
             }
-            Some(own) => own_group(parts, query, field, own, &mut matching, &mut full),
         })
         .collect();
     Facets { groups }
@@ -86,7 +117,7 @@ fn own_group(
     field: FacetField,
     own: &Clause,
     matching: &mut [Option<RoaringBitmap>],
-    full: &mut [Option<RoaringBitmap>],
+    full: &[Option<RoaringBitmap>],
 ) -> FacetGroup {
     let others: Vec<&Clause> = query
         .clauses()
@@ -96,7 +127,7 @@ fn own_group(
     if !others.iter().any(|c| c.is_service_level()) && field != FacetField::Product {
         return from_host_postings(parts, query, field, &others, matching);
     }
-    if let Some(counted) = by_value(parts, query, field, &others, own, full) {
+    if let Some(counted) = by_value(parts, field, &others, own, full) {
         return group_of(query, field, &counted.clauses, |v| counted.count(v));
     }
     let mut tallies = tally(parts, &others, Some(own), &[field], &[]);
@@ -224,35 +255,28 @@ fn from_host_postings(
 ///
 /// `None` (the caller walks) for the other fields.
 ///
-/// `full` keeps, per layer, `M` (the services satisfying every service-level clause of the
+/// `full` holds, per layer, `M` (the services satisfying every service-level clause of the
 /// query, less the shadow's: the same for every group).
 fn by_value(
     parts: &[Part<'_>],
-    query: &FilterQuery,
     field: FacetField,
     others: &[&Clause],
     own: &Clause,
-    full: &mut [Option<RoaringBitmap>],
+    full: &[Option<RoaringBitmap>],
 ) -> Option<Counted> {
     if !own.is_service_level() {
         return None;
     }
     let mut candidates: BTreeSet<Value> = BTreeSet::new();
     let mut counts: BTreeMap<Value, u64> = BTreeMap::new();
-    for (part, full) in parts.iter().zip(full.iter_mut()) {
+    for (part, matching) in parts.iter().zip(full) {
         let index = part.index;
         let values = field_values(index, field)?;
         let services = unshadowed(part, index.service_set(others.iter().copied())?)?;
         let services = services.as_ref();
         let hosts = index.hosts_satisfying(others.iter().copied());
-        let matching = match full {
-            Some(m) => m,
-            None => {
-                let all = index.service_set(query.clauses())?;
-                full.insert(unshadowed(part, all)?.into_owned())
-            }
-        };
-        let matching: &RoaringBitmap = matching;
+        // `None` only when the layer has a shadow but not its services (`own` names one).
+        let matching = matching.as_ref()?;
         let by = By {
             index,
             field,
