@@ -62,7 +62,7 @@ use std::sync::Arc;
 
 use periscope_model::DomainName;
 use periscope_model::ip_order_key;
-use periscope_model::observation::{DomainScan, Observation, ScanStatus, ServiceObservation};
+use periscope_model::observation::{DomainScan, Observation, ScanStatus, ServiceView};
 
 use crate::codec::{self, CodecError};
 use crate::store::{ApplyOutcome, DomainScans, HostRecord};
@@ -325,10 +325,12 @@ impl EncodedHosts {
 
 /// Builds [`EncodedHosts`] from service observations in arrival order: consecutive
 /// observations of one address share a group until one of them is a second counting
-/// observation of a service the group holds, or the group holds `max` observations.
+/// observation of a service the group holds, or the group holds `max` observations. The
+/// observations are read as views ([`ServiceView`]) and written straight into the record's
+/// bytes ([`codec::RecordBuilder`]), so nothing of them is copied or kept.
 #[derive(Debug)]
 pub struct HostEncoder {
-    open: Option<HostRecord>,
+    record: codec::RecordBuilder,
     services: u32,
     ignored: u32,
     max: u32,
@@ -338,7 +340,7 @@ impl HostEncoder {
     /// An encoder whose groups hold at most `max` observations (at least 1).
     pub fn new(max: usize) -> Self {
         Self {
-            open: None,
+            record: codec::RecordBuilder::new(),
             services: 0,
             ignored: 0,
             max: u32::try_from(max.max(1)).unwrap_or(u32::MAX),
@@ -347,35 +349,33 @@ impl HostEncoder {
 
     /// Adds `obs`, closing the open group into `out` first when `obs` cannot join it; returns
     /// the index in `out` its group will have.
-    pub fn push(&mut self, obs: ServiceObservation, out: &mut EncodedHosts) -> usize {
-        let joins = self.open.as_ref().is_some_and(|record| {
-            record.ip == obs.ip
-                && self.services + self.ignored < self.max
-                && (obs.status == ScanStatus::Failed
-                    || !record.services.contains_key(&(obs.port, obs.protocol)))
-        });
+    pub fn push(&mut self, obs: &ServiceView<'_>, out: &mut EncodedHosts) -> usize {
+        let failed = obs.status == ScanStatus::Failed;
+        let joins = self.record.ip() == Some(obs.ip)
+            && self.services + self.ignored < self.max
+            && (failed || !self.record.has_service(obs.port, obs.protocol));
         if !joins {
             self.finish(out);
+            self.record.start(obs.ip);
         }
-        let record = self.open.get_or_insert_with(|| HostRecord::new(obs.ip));
-        match record.apply_owned(obs) {
-            ApplyOutcome::Ignored => self.ignored += 1,
-            _ => self.services += 1,
+        if failed {
+            self.ignored += 1;
+        } else {
+            self.record.add(obs);
+            self.services += 1;
         }
         out.groups.len()
     }
 
     /// Closes the open group, if any, into `out`.
     pub fn finish(&mut self, out: &mut EncodedHosts) {
-        let Some(record) = self.open.take() else {
+        let Some(ip) = self.record.ip() else {
             return;
         };
         let start = out.bytes.len();
-        if record.enrichment.is_some() {
-            codec::encode_host_into(&record, &mut out.bytes);
-        }
+        self.record.finish_into(&mut out.bytes);
         out.groups.push(Group {
-            key: HostKey::of(record.ip),
+            key: HostKey::of(ip),
             start,
             end: out.bytes.len(),
             services: self.services,
@@ -1042,7 +1042,7 @@ impl DurableStore {
         for obs in observations.drain(..) {
             match obs {
                 Observation::Service(s) => {
-                    encoder.push(s, hosts);
+                    encoder.push(&s.view(), hosts);
                 }
                 domain => domains.push(Some(domain)),
             }
