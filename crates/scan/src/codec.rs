@@ -228,6 +228,17 @@ pub fn decode_host(bytes: &[u8]) -> Result<HostRecord> {
     })
 }
 
+/// Decodes services encoded back to back as a host record holds them (the earlier services
+/// [`RecordBuilder::finish_into`] writes), validating every value.
+pub fn decode_services(bytes: &[u8]) -> Result<Vec<StoredService>> {
+    let mut r = Reader { buf: bytes, pos: 0 };
+    let mut services = Vec::new();
+    while r.remaining() > 0 {
+        services.push(r.service()?);
+    }
+    Ok(services)
+}
+
 /// The bytes that break a tie between two candidates for one fact observed in the same second
 /// (see [`crate::store`]): the greater encoding wins. Encodings are canonical (one value, one
 /// encoding), so this is a fixed total order on values, the same whatever the arrival order.
@@ -274,8 +285,14 @@ pub mod tie {
 /// Builds the encoded record of a few service observations of one address straight from
 /// their views ([`ServiceView`]), without a [`HostRecord`] of owned values: the bytes are
 /// those [`encode_host`] writes for the record that applying the same observations to
-/// [`HostRecord::new`] gives, provided no two of them are counting observations of one service
-/// (then no service is merged, and each service's bytes are its observation's).
+/// [`HostRecord::new`] gives.
+///
+/// When a service is observed again, the newer observation (by [`HostRecord::apply`]'s rule,
+/// compared on the service's bytes) takes its place, and the one it replaced is kept aside
+/// among the *earlier* services ([`Self::finish_into`] writes them after the record), so that
+/// a store merging the record into one it holds can count each observation as applying it
+/// would have ([`HostRecord::merge_after`]); an observation that does not replace its
+/// service's is counted as superseded ([`Self::superseded`]).
 ///
 /// Each host fact keeps its best candidate as the bytes that break ties ([`tie`]), so
 /// choosing it is a comparison of timestamps, then bytes, exactly as [`HostRecord::apply`]
@@ -283,9 +300,15 @@ pub mod tie {
 #[derive(Debug, Default)]
 pub struct RecordBuilder {
     ip: Option<IpAddr>,
-    /// The services' bytes back to back, and per service its key and range.
+    /// The services' bytes back to back, and per service its key, range and rank.
     service_bytes: Vec<u8>,
-    services: Vec<((Port, ProtocolToken), usize, usize)>,
+    services: Vec<Entry>,
+    /// Services replaced by a newer observation of theirs, in the order they were replaced.
+    earlier: Vec<u8>,
+    /// Counting observations that did not replace their service's.
+    superseded: u32,
+    /// Counting observations that did.
+    applied: u32,
     location: Fact,
     position: Fact,
     reverse_dns: Fact,
@@ -298,6 +321,16 @@ pub struct RecordBuilder {
     location_key: Option<Vec<u8>>,
     enrichment_location_key: Option<Vec<u8>>,
     candidate: Vec<u8>,
+}
+
+/// One service of a [`RecordBuilder`]: its key, where its bytes are, and what ranks it.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    key: (Port, ProtocolToken),
+    start: usize,
+    end: usize,
+    at: Timestamp,
+    completed: bool,
 }
 
 /// A host fact's best candidate so far: when, and its tie bytes.
@@ -338,6 +371,9 @@ impl RecordBuilder {
         self.ip = Some(ip);
         self.service_bytes.clear();
         self.services.clear();
+        self.earlier.clear();
+        self.superseded = 0;
+        self.applied = 0;
         for fact in [
             &mut self.location,
             &mut self.position,
@@ -355,24 +391,14 @@ impl RecordBuilder {
         self.ip
     }
 
-    /// True when a counting observation of service `(port, protocol)` was added.
-    pub fn has_service(&self, port: Port, protocol: ProtocolToken) -> bool {
-        self.services
-            .iter()
-            .any(|(key, _, _)| *key == (port, protocol))
-    }
-
-    /// Adds a counting observation (not `failed`) of the record's address whose service is
-    /// not in the record yet.
-    pub fn add(&mut self, s: &ServiceView<'_>) {
+    /// Adds a counting observation (not `failed`) of the record's address; true when it
+    /// became its service's current observation (as [`HostRecord::apply`] says `Applied` on a
+    /// record of only the observations added so far).
+    pub fn add(&mut self, s: &ServiceView<'_>) -> bool {
         debug_assert_eq!(self.ip, Some(s.ip), "observation of another address");
         debug_assert!(
             s.status != ScanStatus::Failed,
             "a failed observation counts"
-        );
-        debug_assert!(
-            !self.has_service(s.port, s.protocol),
-            "a service added twice"
         );
         let at = s.observed_at;
         let start = self.service_bytes.len();
@@ -380,9 +406,45 @@ impl RecordBuilder {
             buf: &mut self.service_bytes,
         }
         .service_view(s);
-        self.services
-            .push(((s.port, s.protocol), start, self.service_bytes.len()));
-
+        let entry = Entry {
+            key: (s.port, s.protocol),
+            start,
+            end: self.service_bytes.len(),
+            at,
+            completed: s.status == ScanStatus::Completed,
+        };
+        let applied = match self.services.iter_mut().find(|e| e.key == entry.key) {
+            None => {
+                self.services.push(entry);
+                true
+            }
+            Some(current) => {
+                let bytes = &self.service_bytes;
+                // `HostRecord::merge_service`'s rule: newer, or as new and greater by
+                // (completed, tie bytes).
+                let wins = match at.cmp(&current.at) {
+                    std::cmp::Ordering::Greater => true,
+                    std::cmp::Ordering::Less => false,
+                    std::cmp::Ordering::Equal => {
+                        (entry.completed, &bytes[entry.start..entry.end])
+                            > (current.completed, &bytes[current.start..current.end])
+                    }
+                };
+                if wins {
+                    self.earlier
+                        .extend_from_slice(&bytes[current.start..current.end]);
+                    *current = entry;
+                } else {
+                    self.service_bytes.truncate(start);
+                }
+                wins
+            }
+        };
+        if applied {
+            self.applied += 1;
+        } else {
+            self.superseded += 1;
+        }
         let host = &s.host;
         if let Some(location) = &host.location {
             self.candidate.clear();
@@ -436,20 +498,28 @@ impl RecordBuilder {
             self.enrichment_parts = (location_end, reverse_dns_end);
             self.enrichment_location_key = host.location.as_ref().and_then(location_key);
         }
+        applied
     }
 
-    /// Counting observations added.
-    pub fn services(&self) -> usize {
-        self.services.len()
+    /// Counting observations added that became their service's current one.
+    pub fn applied(&self) -> u32 {
+        self.applied
     }
 
-    /// Appends the record to `out` (nothing when no counting observation was added) and
-    /// forgets it.
-    pub fn finish_into(&mut self, out: &mut Vec<u8>) {
-        let Some(ip) = self.ip.take() else { return };
+    /// Counting observations added that did not.
+    pub fn superseded(&self) -> u32 {
+        self.superseded
+    }
+
+    /// Appends the record to `out` (nothing when no counting observation was added), then
+    /// the earlier services (each as a service of a record is encoded, read back by
+    /// [`decode_services`]), and forgets it. Returns the length of the record.
+    pub fn finish_into(&mut self, out: &mut Vec<u8>) -> usize {
+        let Some(ip) = self.ip.take() else { return 0 };
         let Some(enriched_at) = self.enrichment.at else {
-            return;
+            return 0;
         };
+        let start = out.len();
         let mut w = Writer { buf: out };
         w.u8(FORMAT_VERSION);
         w.u8(HOST_KIND);
@@ -490,11 +560,14 @@ impl RecordBuilder {
         }
         w.buf.extend_from_slice(&e[reverse_dns_end..]);
         w.timestamp(enriched_at);
-        self.services.sort_unstable_by_key(|(key, _, _)| *key);
+        self.services.sort_unstable_by_key(|e| e.key);
         w.len(self.services.len());
-        for (_, start, end) in &self.services {
-            w.buf.extend_from_slice(&self.service_bytes[*start..*end]);
+        for e in &self.services {
+            w.buf.extend_from_slice(&self.service_bytes[e.start..e.end]);
         }
+        let record = w.buf.len() - start;
+        w.buf.extend_from_slice(&self.earlier);
+        record
     }
 }
 
@@ -1988,7 +2061,8 @@ mod tests {
 
     proptest! {
         /// The builder writes, from views, the bytes of the record that applying the same
-        /// observations gives, whenever no two counting observations are of one service.
+        /// observations gives, says which observations applying says `Applied` of, and keeps
+        /// the services they replaced, in order.
         #[test]
         fn built_records_are_the_records_applying_gives(
             (ip, observations) in ip().prop_flat_map(|ip| (Just(ip), vec(observation(ip), 0..8))),
@@ -1996,25 +2070,35 @@ mod tests {
             let mut record = HostRecord::new(ip);
             let mut builder = RecordBuilder::new();
             builder.start(ip);
+            let mut replaced = Vec::new();
             for obs in &observations {
                 if obs.status == ScanStatus::Failed {
                     prop_assert_eq!(record.apply(obs), ApplyOutcome::Ignored);
                     continue;
                 }
-                if builder.has_service(obs.port, obs.protocol) {
-                    continue;
+                let before = record.services.get(&(obs.port, obs.protocol)).cloned();
+                let outcome = record.apply(obs);
+                prop_assert_eq!(builder.add(&obs.view()), outcome == ApplyOutcome::Applied);
+                if let (ApplyOutcome::Applied, Some(before)) = (outcome, before) {
+                    replaced.push(before);
                 }
-                prop_assert_eq!(record.apply(obs), ApplyOutcome::Applied);
-                builder.add(&obs.view());
             }
-            prop_assert_eq!(builder.services(), record.services.len());
+            let counting = observations
+                .iter()
+                .filter(|o| o.status != ScanStatus::Failed)
+                .count();
+            prop_assert_eq!(
+                (builder.applied() + builder.superseded()) as usize,
+                counting
+            );
             let mut bytes = vec![7];
-            builder.finish_into(&mut bytes);
+            let len = builder.finish_into(&mut bytes);
             let mut expected = vec![7];
             if record.enrichment.is_some() {
                 encode_host_into(&record, &mut expected);
             }
-            prop_assert_eq!(bytes, expected);
+            prop_assert_eq!(&bytes[..1 + len], &expected[..]);
+            prop_assert_eq!(decode_services(&bytes[1 + len..]).unwrap(), replaced);
             prop_assert_eq!(builder.ip(), None);
         }
 

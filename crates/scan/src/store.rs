@@ -238,6 +238,25 @@ impl HostRecord {
             .collect()
     }
 
+    /// [`Self::merge`] of a record built from observations among which some replaced an
+    /// earlier observation of their service: `earlier` holds those replaced services in the
+    /// order they were replaced (what [`crate::codec::RecordBuilder`] keeps aside). They are
+    /// merged first, so the outcomes are those of applying the observations one by one, except
+    /// that an observation that did not replace its service's within `other` is not among
+    /// them (it is superseded whatever this record holds).
+    pub fn merge_after(
+        &mut self,
+        earlier: Vec<StoredService>,
+        other: HostRecord,
+    ) -> Vec<ApplyOutcome> {
+        let mut outcomes: Vec<ApplyOutcome> = earlier
+            .into_iter()
+            .map(|service| self.merge_service((service.port, service.protocol), service))
+            .collect();
+        outcomes.extend(self.merge(other));
+        outcomes
+    }
+
     /// Takes each host fact of `host` that replaces the stored one: newer, or as new and
     /// greater by its tie bytes.
     fn merge_host_facts(&mut self, host: HostEnrichment, at: Timestamp) {

@@ -96,9 +96,14 @@ pub(super) fn required<T>(value: Option<T>) -> Result<T, Invalid> {
 /// A string of at most `max` characters without control characters, borrowed.
 pub(super) fn text<'r>(value: &'r Text<'_>, max: usize) -> Result<&'r str, Invalid> {
     check_len(&value.0, max)?;
-    // The control characters are ASCII, so a byte scan finds them (UTF-8 continuation bytes
-    // are all >= 0x80).
-    if let Some(b) = value.0.bytes().find(|b| is_control(char::from(*b))) {
+    if has_control(value.0.as_bytes()) {
+        // The control characters are ASCII, so a byte scan finds them (UTF-8 continuation
+        // bytes are all >= 0x80).
+        let b = value
+            .0
+            .bytes()
+            .find(|b| is_control(char::from(*b)))
+            .unwrap_or(0);
         return Err(Invalid::here(format!(
             "contains the control character U+{b:04X}; control characters are not allowed here"
         )));
@@ -151,6 +156,20 @@ pub(super) fn quoted(s: &str) -> String {
         None => format!("{s:?}"),
         Some((cut, _)) => format!("{:?}…", &s[..cut]),
     }
+}
+
+/// True when `bytes` hold a control character ([`is_control`]). Blocks of 16 bytes are
+/// tested without stopping early, so the loop is vectorised: most text is accepted, and
+/// this test is much of what accepting it costs.
+fn has_control(bytes: &[u8]) -> bool {
+    let control = |b: u8| b < 0x20 || b == 0x7f;
+    let mut blocks = bytes.chunks_exact(16);
+    for block in &mut blocks {
+        if block.iter().fold(false, |found, &b| found | control(b)) {
+            return true;
+        }
+    }
+    blocks.remainder().iter().any(|&b| control(b))
 }
 
 /// U+0000–U+001F and U+007F.
@@ -279,4 +298,24 @@ fn first_duplicate<T: Ord>(items: &[T]) -> Option<(usize, usize)> {
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_found_anywhere() {
+        for len in 0..40 {
+            assert!(!has_control(&vec![b'a'; len]));
+            for at in 0..len {
+                for c in [0u8, b'\n', 0x1f, 0x7f] {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = c;
+                    assert!(has_control(&bytes), "{c:#x} at {at} of {len}");
+                }
+            }
+        }
+        assert!(!has_control("é中 ~ \u{80}\u{9f}".as_bytes()));
+    }
 }
