@@ -37,10 +37,12 @@
 //! [`StoreError::OldFormat`], never read.
 //!
 //! Ingest's parsing threads may hand a batch's service observations over already merged per
-//! address and encoded ([`HostEncoder`], [`EncodedHosts`]);
-//! [`DurableStore::apply_encoded_drain`] merges those records by the same rule
-//! ([`HostRecord::merge`]) and writes one as it came when it is all the batch holds of an
-//! address no run holds, so the stored bytes are those `apply_batch` writes.
+//! address and encoded ([`HostEncoder`], [`EncodedHosts`]: written from the lines' views by
+//! [`codec::RecordBuilder`], with the services a newer observation replaced within the
+//! group set aside); [`DurableStore::apply_encoded_drain`] merges those records by the same
+//! rule ([`HostRecord::merge_after`]) and writes one as it came when it is all the batch
+//! holds of an address no run holds, so the stored bytes, and the counts, are those
+//! `apply_batch` gives.
 //!
 //! The run indexes are held in memory (about 32 bytes per host record per run); a record is
 //! read with one positioned read.

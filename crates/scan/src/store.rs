@@ -205,8 +205,9 @@ impl HostRecord {
     /// Every fact of a record is the greatest of its candidates (by timestamp, then by tie
     /// bytes), so the merged record is exactly the one applying those observations gives.
     /// The outcomes are too when `other` was built from at most one counting observation per
-    /// service (then each of its services is that observation): what ingest's parsing
-    /// threads build ([`crate::codec`] bytes of such records travel to the store).
+    /// service (then each of its services is that observation); for a record in which a
+    /// newer observation replaced a service, [`Self::merge_after`] takes the replaced ones
+    /// too (what ingest's parsing threads build: [`crate::codec::RecordBuilder`]).
     pub fn merge(&mut self, other: HostRecord) -> Vec<ApplyOutcome> {
         debug_assert_eq!(self.ip, other.ip, "record merged into another address's");
         let Some((host, at)) = other.enrichment else {

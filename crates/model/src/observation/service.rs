@@ -59,7 +59,7 @@ pub(super) fn service<'r>(
             raw.vulnerabilities.as_ref(),
             captured::vulnerabilities,
         )?,
-        tls: scan.block("tls", Carrier::Tls, raw.tls.as_ref(), captured::tls)?,
+        tls: scan.block("tls", Carrier::Tls, raw.tls.as_deref(), captured::tls)?,
         http: scan.block(
             "http",
             Carrier::Kind(EvidenceKind::Http),
@@ -80,7 +80,7 @@ pub(super) fn service<'r>(
         )?,
         host: raw
             .host
-            .as_ref()
+            .as_deref()
             .map(|h| host::host(h, ip))
             .transpose()
             .at("host")?
