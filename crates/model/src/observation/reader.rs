@@ -25,6 +25,11 @@ pub struct ReadError {
 /// One accepted line, a service line as a view borrowing from it
 /// ([`ObservationReader::read_line_with`]).
 #[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a line's view is handed to a closure and dropped, never stored; boxing it \
+              would add an allocation per line"
+)]
 pub enum LineView<'a> {
     /// `"kind": "service"`.
     Service(ServiceView<'a>),
