@@ -11,7 +11,8 @@
 //! three batches exist at once (one being filled, one waiting, one being applied), plus the
 //! few chunks being parsed, and a slow disk slows reading down instead of filling memory.
 //! Into the process's own store, with nothing to enrich, the parsing threads also merge each
-//! run of consecutive lines of one address into the record the store keeps and encode it
+//! run of consecutive lines of one address into the record the store keeps and encode it,
+//! straight from each line's borrowed view, no observation of owned strings built
 //! ([`periscope_index::durable::HostEncoder`]); the batch carries those bytes, the store merges
 //! them with [`DurableStore::apply_encoded_drain`] (most are written as they came), and no
 //! observation of owned strings travels to, or is freed on, the store thread. A batch takes

@@ -37,10 +37,12 @@
 //! [`StoreError::OldFormat`], never read.
 //!
 //! Ingest's parsing threads may hand a batch's service observations over already merged per
-//! address and encoded ([`HostEncoder`], [`EncodedHosts`]);
-//! [`DurableStore::apply_encoded_drain`] merges those records by the same rule
-//! ([`HostRecord::merge`]) and writes one as it came when it is all the batch holds of an
-//! address no run holds, so the stored bytes are those `apply_batch` writes.
+//! address and encoded ([`HostEncoder`], [`EncodedHosts`]: written from the lines' views by
+//! [`codec::RecordBuilder`], with the services a newer observation replaced within the
+//! group set aside); [`DurableStore::apply_encoded_drain`] merges those records by the same
+//! rule ([`HostRecord::merge_after`]) and writes one as it came when it is all the batch
+//! holds of an address no run holds, so the stored bytes, and the counts, are those
+//! `apply_batch` gives.
 //!
 //! The run indexes are held in memory (about 32 bytes per host record per run); a record is
 //! read with one positioned read.
@@ -62,7 +64,7 @@ use std::sync::Arc;
 
 use periscope_model::DomainName;
 use periscope_model::ip_order_key;
-use periscope_model::observation::{DomainScan, Observation, ScanStatus, ServiceObservation};
+use periscope_model::observation::{DomainScan, Observation, ScanStatus, ServiceView};
 
 use crate::codec::{self, CodecError};
 use crate::store::{ApplyOutcome, DomainScans, HostRecord};
@@ -253,8 +255,8 @@ pub struct Written {
 
 /// Service observations already merged and encoded into host records, as ingest's parsing
 /// threads send them to the store: each group is the record ([`codec::encode_host`] bytes)
-/// of a few observations of one address that hold at most one counting observation per
-/// service, built by [`HostEncoder`]. The store merges groups
+/// of a few consecutive observations of one address, with the services that a newer
+/// observation of theirs replaced within the group, built by [`HostEncoder`]. The store merges groups
 /// ([`DurableStore::apply_encoded_drain`]) exactly as it merges the observations they were
 /// built from, and writes a group's bytes as they are when the group is all the batch holds
 /// of an address the store does not hold yet (no decoding, moving or freeing of the
@@ -272,13 +274,24 @@ pub struct EncodedHosts {
 #[derive(Debug, Clone, Copy)]
 struct Group {
     key: HostKey,
-    /// Where its record is in `bytes` (empty when every observation failed: no record).
+    /// Where its record is in `bytes` (empty when every observation failed: no record),
+    /// then the services replaced within the group (`codec::decode_services`), to `end`.
     start: usize,
+    earlier: usize,
     end: usize,
-    /// Counting observations (each a service of the record).
+    /// Counting observations that became their service's current one within the group (a
+    /// service of the record, or one of the earlier services).
     services: u32,
+    /// Counting observations that did not (superseded whatever the store holds).
+    superseded: u32,
     /// Failed observations.
     ignored: u32,
+}
+
+impl Group {
+    fn observations(&self) -> u64 {
+        u64::from(self.services) + u64::from(self.superseded) + u64::from(self.ignored)
+    }
 }
 
 impl EncodedHosts {
@@ -289,8 +302,7 @@ impl EncodedHosts {
 
     /// Observations in group `i`.
     pub fn group_observations(&self, i: usize) -> u64 {
-        let g = &self.groups[i];
-        u64::from(g.services) + u64::from(g.ignored)
+        self.groups[i].observations()
     }
 
     /// Observations in all groups.
@@ -305,10 +317,11 @@ impl EncodedHosts {
         self.bytes.extend_from_slice(&from.bytes[g.start..g.end]);
         self.groups.push(Group {
             start,
+            earlier: start + (g.earlier - g.start),
             end: self.bytes.len(),
             ..g
         });
-        self.observations += u64::from(g.services) + u64::from(g.ignored);
+        self.observations += g.observations();
     }
 
     /// Empties it, keeping its memory.
@@ -319,17 +332,21 @@ impl EncodedHosts {
     }
 
     fn record(&self, g: &Group) -> &[u8] {
-        &self.bytes[g.start..g.end]
+        &self.bytes[g.start..g.earlier]
+    }
+
+    fn earlier(&self, g: &Group) -> &[u8] {
+        &self.bytes[g.earlier..g.end]
     }
 }
 
 /// Builds [`EncodedHosts`] from service observations in arrival order: consecutive
-/// observations of one address share a group until one of them is a second counting
-/// observation of a service the group holds, or the group holds `max` observations.
+/// observations of one address share a group until it holds `max` observations. The
+/// observations are read as views ([`ServiceView`]) and written straight into the record's
+/// bytes ([`codec::RecordBuilder`]), so nothing of them is copied or kept.
 #[derive(Debug)]
 pub struct HostEncoder {
-    open: Option<HostRecord>,
-    services: u32,
+    record: codec::RecordBuilder,
     ignored: u32,
     max: u32,
 }
@@ -338,8 +355,7 @@ impl HostEncoder {
     /// An encoder whose groups hold at most `max` observations (at least 1).
     pub fn new(max: usize) -> Self {
         Self {
-            open: None,
-            services: 0,
+            record: codec::RecordBuilder::new(),
             ignored: 0,
             max: u32::try_from(max.max(1)).unwrap_or(u32::MAX),
         }
@@ -347,42 +363,39 @@ impl HostEncoder {
 
     /// Adds `obs`, closing the open group into `out` first when `obs` cannot join it; returns
     /// the index in `out` its group will have.
-    pub fn push(&mut self, obs: ServiceObservation, out: &mut EncodedHosts) -> usize {
-        let joins = self.open.as_ref().is_some_and(|record| {
-            record.ip == obs.ip
-                && self.services + self.ignored < self.max
-                && (obs.status == ScanStatus::Failed
-                    || !record.services.contains_key(&(obs.port, obs.protocol)))
-        });
-        if !joins {
+    pub fn push(&mut self, obs: &ServiceView<'_>, out: &mut EncodedHosts) -> usize {
+        let held = self.record.applied() + self.record.superseded() + self.ignored;
+        if self.record.ip() != Some(obs.ip) || held >= self.max {
             self.finish(out);
+            self.record.start(obs.ip);
         }
-        let record = self.open.get_or_insert_with(|| HostRecord::new(obs.ip));
-        match record.apply_owned(obs) {
-            ApplyOutcome::Ignored => self.ignored += 1,
-            _ => self.services += 1,
+        if obs.status == ScanStatus::Failed {
+            self.ignored += 1;
+        } else {
+            self.record.add(obs);
         }
         out.groups.len()
     }
 
     /// Closes the open group, if any, into `out`.
     pub fn finish(&mut self, out: &mut EncodedHosts) {
-        let Some(record) = self.open.take() else {
+        let Some(ip) = self.record.ip() else {
             return;
         };
         let start = out.bytes.len();
-        if record.enrichment.is_some() {
-            codec::encode_host_into(&record, &mut out.bytes);
-        }
-        out.groups.push(Group {
-            key: HostKey::of(record.ip),
+        let (services, superseded) = (self.record.applied(), self.record.superseded());
+        let record = self.record.finish_into(&mut out.bytes);
+        let group = Group {
+            key: HostKey::of(ip),
             start,
+            earlier: start + record,
             end: out.bytes.len(),
-            services: self.services,
+            services,
+            superseded,
             ignored: self.ignored,
-        });
-        out.observations += u64::from(self.services) + u64::from(self.ignored);
-        self.services = 0;
+        };
+        out.observations += group.observations();
+        out.groups.push(group);
         self.ignored = 0;
     }
 }
@@ -1042,7 +1055,7 @@ impl DurableStore {
         for obs in observations.drain(..) {
             match obs {
                 Observation::Service(s) => {
-                    encoder.push(s, hosts);
+                    encoder.push(&s.view(), hosts);
                 }
                 domain => domains.push(Some(domain)),
             }
@@ -1117,6 +1130,7 @@ impl DurableStore {
                     if found.is_none() && alone {
                         // All the batch holds of a new address: its bytes are the record.
                         summary.applied += u64::from(first.services);
+                        summary.superseded += u64::from(first.superseded);
                         summary.ignored += u64::from(first.ignored);
                         let bytes = encoded.record(first);
                         if bytes.is_empty() {
@@ -1134,26 +1148,34 @@ impl DurableStore {
                         }
                         None => None,
                     };
-                    let mut merge = |g: &Group, record: &mut Option<HostRecord>| {
-                        summary.ignored += u64::from(g.ignored);
-                        let bytes = encoded.record(g);
-                        if bytes.is_empty() {
-                            return Ok(());
-                        }
-                        let group = decode_stored_host(key, bytes)?;
-                        match record {
-                            None => {
-                                summary.applied += u64::from(g.services);
-                                *record = Some(group);
+                    let mut merge =
+                        |g: &Group, record: &mut Option<HostRecord>| {
+                            summary.ignored += u64::from(g.ignored);
+                            summary.superseded += u64::from(g.superseded);
+                            let bytes = encoded.record(g);
+                            if bytes.is_empty() {
+                                return Ok(());
                             }
-                            Some(record) => {
-                                for outcome in record.merge(group) {
-                                    summary.count(outcome);
+                            let group = decode_stored_host(key, bytes)?;
+                            match record {
+                                None => {
+                                    summary.applied += u64::from(g.services);
+                                    *record = Some(group);
+                                }
+                                Some(record) => {
+                                    let earlier = codec::decode_services(encoded.earlier(g))
+                                        .map_err(|e| StoreError::CorruptHost {
+                                            key,
+                                            reason: e.to_string(),
+                                            source: Some(e),
+                                        })?;
+                                    for outcome in record.merge_after(earlier, group) {
+                                        summary.count(outcome);
+                                    }
                                 }
                             }
-                        }
-                        Ok::<(), StoreError>(())
-                    };
+                            Ok::<(), StoreError>(())
+                        };
                     merge(first, &mut record)?;
                     while let Some((_, at)) = groups.next_if(|(next, _)| *next == key) {
                         merge(&encoded.groups[at], &mut record)?;

@@ -350,7 +350,7 @@ fn apply_encoded(
                         rest.push(obs.clone());
                         late.push(obs.clone());
                     } else {
-                        encoder.push(s.clone(), &mut encoded);
+                        encoder.push(&s.view(), &mut encoded);
                         arrival.push(obs.clone());
                     }
                 }

@@ -44,7 +44,9 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use periscope_model::observation::{DomainScan, ScanStatus, Transport};
+use periscope_model::observation::{
+    AsnsView, DomainScan, HostView, LocationView, ScanStatus, ServiceView, Transport, WhoisView,
+};
 use periscope_model::record::{
     AsnAttribution, AsnAttributions, Certificate, HostEnrichment, Http, Location, NetworkProvider,
     Position, Product, Ssh, Summary, Tls, VulnerabilitySummary, Whois,
@@ -226,6 +228,17 @@ pub fn decode_host(bytes: &[u8]) -> Result<HostRecord> {
     })
 }
 
+/// Decodes services encoded back to back as a host record holds them (the earlier services
+/// [`RecordBuilder::finish_into`] writes), validating every value.
+pub fn decode_services(bytes: &[u8]) -> Result<Vec<StoredService>> {
+    let mut r = Reader { buf: bytes, pos: 0 };
+    let mut services = Vec::new();
+    while r.remaining() > 0 {
+        services.push(r.service()?);
+    }
+    Ok(services)
+}
+
 /// The bytes that break a tie between two candidates for one fact observed in the same second
 /// (see [`crate::store`]): the greater encoding wins. Encodings are canonical (one value, one
 /// encoding), so this is a fixed total order on values, the same whatever the arrival order.
@@ -267,6 +280,315 @@ pub mod tie {
     pub fn enrichment(e: &HostEnrichment, empty: &HostRecord) -> Vec<u8> {
         bytes(|w| w.enrichment(e, empty))
     }
+}
+
+/// Builds the encoded record of a few service observations of one address straight from
+/// their views ([`ServiceView`]), without a [`HostRecord`] of owned values: the bytes are
+/// those [`encode_host`] writes for the record that applying the same observations to
+/// [`HostRecord::new`] gives.
+///
+/// When a service is observed again, the newer observation (by [`HostRecord::apply`]'s rule,
+/// compared on the service's bytes) takes its place, and the one it replaced is kept aside
+/// among the *earlier* services ([`Self::finish_into`] writes them after the record), so that
+/// a store merging the record into one it holds can count each observation as applying it
+/// would have ([`HostRecord::merge_after`]); an observation that does not replace its
+/// service's is counted as superseded ([`Self::superseded`]).
+///
+/// Each host fact keeps its best candidate as the bytes that break ties ([`tie`]), so
+/// choosing it is a comparison of timestamps, then bytes, exactly as [`HostRecord::apply`]
+/// chooses; nothing is cloned or allocated per observation once the buffers have grown.
+#[derive(Debug, Default)]
+pub struct RecordBuilder {
+    ip: Option<IpAddr>,
+    /// The services' bytes back to back, and per service its key, range and rank.
+    service_bytes: Vec<u8>,
+    services: Vec<Entry>,
+    /// Services replaced by a newer observation of theirs, in the order they were replaced.
+    earlier: Vec<u8>,
+    /// Counting observations that did not replace their service's.
+    superseded: u32,
+    /// Counting observations that did.
+    applied: u32,
+    location: Fact,
+    position: Fact,
+    reverse_dns: Fact,
+    /// The enrichment's tie bytes: location part, reverse-DNS part, the rest.
+    enrichment: Fact,
+    /// Where the enrichment's location part and reverse-DNS part end in its bytes.
+    enrichment_parts: (usize, usize),
+    /// The location bytes with every negative zero written as zero, when they differ (the
+    /// record's location and the enrichment's are compared as values).
+    location_key: Option<Vec<u8>>,
+    enrichment_location_key: Option<Vec<u8>>,
+    candidate: Vec<u8>,
+}
+
+/// One service of a [`RecordBuilder`]: its key, where its bytes are, and what ranks it.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    key: (Port, ProtocolToken),
+    start: usize,
+    end: usize,
+    at: Timestamp,
+    completed: bool,
+}
+
+/// A host fact's best candidate so far: when, and its tie bytes.
+#[derive(Debug, Default)]
+struct Fact {
+    at: Option<Timestamp>,
+    bytes: Vec<u8>,
+}
+
+impl Fact {
+    /// Takes `candidate` (swapping buffers) when it replaces the current one: there is none,
+    /// it is newer, or as new with greater bytes. True when it did.
+    fn offer(&mut self, at: Timestamp, candidate: &mut Vec<u8>) -> bool {
+        let wins = match self.at {
+            None => true,
+            Some(stored) => match at.cmp(&stored) {
+                std::cmp::Ordering::Greater => true,
+                std::cmp::Ordering::Less => false,
+                std::cmp::Ordering::Equal => candidate.as_slice() > self.bytes.as_slice(),
+            },
+        };
+        if wins {
+            self.at = Some(at);
+            std::mem::swap(&mut self.bytes, candidate);
+        }
+        wins
+    }
+}
+
+impl RecordBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts the record of `ip`, forgetting the last one (keeping the memory).
+    pub fn start(&mut self, ip: IpAddr) {
+        self.ip = Some(ip);
+        self.service_bytes.clear();
+        self.services.clear();
+        self.earlier.clear();
+        self.superseded = 0;
+        self.applied = 0;
+        for fact in [
+            &mut self.location,
+            &mut self.position,
+            &mut self.reverse_dns,
+            &mut self.enrichment,
+        ] {
+            fact.at = None;
+        }
+        self.location_key = None;
+        self.enrichment_location_key = None;
+    }
+
+    /// The address of the record being built, if one was started.
+    pub fn ip(&self) -> Option<IpAddr> {
+        self.ip
+    }
+
+    /// Adds a counting observation (not `failed`) of the record's address; true when it
+    /// became its service's current observation (as [`HostRecord::apply`] says `Applied` on a
+    /// record of only the observations added so far).
+    pub fn add(&mut self, s: &ServiceView<'_>) -> bool {
+        debug_assert_eq!(self.ip, Some(s.ip), "observation of another address");
+        debug_assert!(
+            s.status != ScanStatus::Failed,
+            "a failed observation counts"
+        );
+        let at = s.observed_at;
+        let start = self.service_bytes.len();
+        Writer {
+            buf: &mut self.service_bytes,
+        }
+        .service_view(s);
+        let entry = Entry {
+            key: (s.port, s.protocol),
+            start,
+            end: self.service_bytes.len(),
+            at,
+            completed: s.status == ScanStatus::Completed,
+        };
+        let applied = match self.services.iter_mut().find(|e| e.key == entry.key) {
+            None => {
+                self.services.push(entry);
+                true
+            }
+            Some(current) => {
+                let bytes = &self.service_bytes;
+                // `HostRecord::merge_service`'s rule: newer, or as new and greater by
+                // (completed, tie bytes).
+                let wins = match at.cmp(&current.at) {
+                    std::cmp::Ordering::Greater => true,
+                    std::cmp::Ordering::Less => false,
+                    std::cmp::Ordering::Equal => {
+                        (entry.completed, &bytes[entry.start..entry.end])
+                            > (current.completed, &bytes[current.start..current.end])
+                    }
+                };
+                if wins {
+                    self.earlier
+                        .extend_from_slice(&bytes[current.start..current.end]);
+                    *current = entry;
+                } else {
+                    self.service_bytes.truncate(start);
+                }
+                wins
+            }
+        };
+        if applied {
+            self.applied += 1;
+        } else {
+            self.superseded += 1;
+        }
+        let host = &s.host;
+        if let Some(location) = &host.location {
+            self.candidate.clear();
+            Writer {
+                buf: &mut self.candidate,
+            }
+            .location_view(location);
+            let key = location_key(location);
+            if self.location.offer(at, &mut self.candidate) {
+                self.location_key = key;
+            }
+            if let Some(position) = &location.position {
+                self.candidate.clear();
+                Writer {
+                    buf: &mut self.candidate,
+                }
+                .position(position);
+                self.position.offer(at, &mut self.candidate);
+            }
+        }
+        if !host.reverse_dns.is_empty() {
+            self.candidate.clear();
+            Writer {
+                buf: &mut self.candidate,
+            }
+            .domains(&host.reverse_dns);
+            self.reverse_dns.offer(at, &mut self.candidate);
+        }
+        // The enrichment written in full, as `tie::enrichment` writes it.
+        self.candidate.clear();
+        let mut w = Writer {
+            buf: &mut self.candidate,
+        };
+        match &host.location {
+            None => w.u8(0),
+            Some(l) => {
+                w.u8(2);
+                w.location_view(l);
+            }
+        }
+        let location_end = w.buf.len();
+        if host.reverse_dns.is_empty() {
+            w.u8(0);
+        } else {
+            w.u8(2);
+            w.domains(&host.reverse_dns);
+        }
+        let reverse_dns_end = w.buf.len();
+        w.enrichment_rest(host);
+        if self.enrichment.offer(at, &mut self.candidate) {
+            self.enrichment_parts = (location_end, reverse_dns_end);
+            self.enrichment_location_key = host.location.as_ref().and_then(location_key);
+        }
+        applied
+    }
+
+    /// Counting observations added that became their service's current one.
+    pub fn applied(&self) -> u32 {
+        self.applied
+    }
+
+    /// Counting observations added that did not.
+    pub fn superseded(&self) -> u32 {
+        self.superseded
+    }
+
+    /// Appends the record to `out` (nothing when no counting observation was added), then
+    /// the earlier services (each as a service of a record is encoded, read back by
+    /// [`decode_services`]), and forgets it. Returns the length of the record.
+    pub fn finish_into(&mut self, out: &mut Vec<u8>) -> usize {
+        let Some(ip) = self.ip.take() else { return 0 };
+        let Some(enriched_at) = self.enrichment.at else {
+            return 0;
+        };
+        let start = out.len();
+        let mut w = Writer { buf: out };
+        w.u8(FORMAT_VERSION);
+        w.u8(HOST_KIND);
+        w.ip(ip);
+        w.presence(&[
+            self.location.at.is_some(),
+            self.position.at.is_some(),
+            self.reverse_dns.at.is_some(),
+            true,
+        ]);
+        for fact in [&self.location, &self.position, &self.reverse_dns] {
+            if let Some(at) = fact.at {
+                w.buf.extend_from_slice(&fact.bytes);
+                w.timestamp(at);
+            }
+        }
+        let (location_end, reverse_dns_end) = self.enrichment_parts;
+        let e = &self.enrichment.bytes;
+        // A part equal to the record's own is written as a reference to it (1), as
+        // `encode_host` writes it: the location compared as a value, so a negative zero
+        // equals zero.
+        let location = &e[1..location_end];
+        let same_location = e[0] == 2
+            && self.location.at.is_some()
+            && self.enrichment_location_key.as_deref().unwrap_or(location)
+                == self.location_key.as_deref().unwrap_or(&self.location.bytes);
+        if same_location {
+            w.u8(1);
+        } else {
+            w.buf.extend_from_slice(&e[..location_end]);
+        }
+        let names = &e[location_end + 1..reverse_dns_end];
+        if e[location_end] == 2 && self.reverse_dns.at.is_some() && names == self.reverse_dns.bytes
+        {
+            w.u8(1);
+        } else {
+            w.buf.extend_from_slice(&e[location_end..reverse_dns_end]);
+        }
+        w.buf.extend_from_slice(&e[reverse_dns_end..]);
+        w.timestamp(enriched_at);
+        self.services.sort_unstable_by_key(|e| e.key);
+        w.len(self.services.len());
+        for e in &self.services {
+            w.buf.extend_from_slice(&self.service_bytes[e.start..e.end]);
+        }
+        let record = w.buf.len() - start;
+        w.buf.extend_from_slice(&self.earlier);
+        record
+    }
+}
+
+/// The location's bytes with negative zeros written as zeros, when it has one (`None`
+/// otherwise: its bytes are their own key). Two locations are equal exactly when their keys
+/// are.
+fn location_key(l: &LocationView<'_>) -> Option<Vec<u8>> {
+    let negative_zero = |x: f64| x == 0.0 && x.is_sign_negative();
+    let p = l.position?;
+    if !negative_zero(p.latitude) && !negative_zero(p.longitude) {
+        return None;
+    }
+    let mut normal = l.clone();
+    normal.position = Some(Position {
+        latitude: p.latitude + 0.0,
+        longitude: p.longitude + 0.0,
+        ..p
+    });
+    let mut key = Vec::new();
+    Writer { buf: &mut key }.location_view(&normal);
+    Some(key)
 }
 
 /// Encodes a domain scan.
@@ -345,6 +667,10 @@ impl Writer<'_> {
     }
 
     fn opt_str(&mut self, s: &Option<String>) {
+        self.opt(s.as_deref());
+    }
+
+    fn opt(&mut self, s: Option<&str>) {
         if let Some(s) = s {
             self.str(s);
         }
@@ -390,6 +716,10 @@ impl Writer<'_> {
     }
 
     fn location(&mut self, l: &Location) {
+        self.location_view(&LocationView::of(l));
+    }
+
+    fn location_view(&mut self, l: &LocationView<'_>) {
         self.presence(&[
             l.continent.is_some(),
             l.country_code.is_some(),
@@ -399,14 +729,14 @@ impl Writer<'_> {
             l.city.is_some(),
             l.position.is_some(),
         ]);
-        self.opt_str(&l.continent);
+        self.opt(l.continent);
         if let Some(c) = l.country_code {
             self.str(c.as_str());
         }
-        self.opt_str(&l.country_name);
-        self.opt_str(&l.subdivision_1);
-        self.opt_str(&l.subdivision_2);
-        self.opt_str(&l.city);
+        self.opt(l.country_name);
+        self.opt(l.subdivision_1);
+        self.opt(l.subdivision_2);
+        self.opt(l.city);
         if let Some(p) = &l.position {
             self.position(p);
         }
@@ -447,7 +777,12 @@ impl Writer<'_> {
                 self.domains(names);
             }
         }
-        let AsnAttributions {
+        self.enrichment_rest(&HostView::of(e));
+    }
+
+    /// The enrichment block after its location and reverse DNS.
+    fn enrichment_rest(&mut self, e: &HostView<'_>) {
+        let AsnsView {
             research,
             bgp,
             network,
@@ -464,7 +799,7 @@ impl Writer<'_> {
         for a in [research, bgp, network].into_iter().flatten() {
             self.varint(u64::from(a.asn.get()));
             self.presence(&[a.organization.is_some()]);
-            self.opt_str(&a.organization);
+            self.opt(a.organization);
         }
         if let Some(p) = &e.provider {
             self.presence(&[
@@ -472,9 +807,9 @@ impl Writer<'_> {
                 p.as_organization.is_some(),
                 p.isp.is_some(),
             ]);
-            self.opt_str(&p.organization);
-            self.opt_str(&p.as_organization);
-            self.opt_str(&p.isp);
+            self.opt(p.organization);
+            self.opt(p.as_organization);
+            self.opt(p.isp);
         }
         if let Some(w) = &e.whois {
             self.whois(w);
@@ -487,7 +822,7 @@ impl Writer<'_> {
         }
     }
 
-    fn whois(&mut self, w: &Whois) {
+    fn whois(&mut self, w: &WhoisView<'_>) {
         self.presence(&[
             w.description.is_some(),
             w.netname.is_some(),
@@ -496,9 +831,9 @@ impl Writer<'_> {
             w.registry.is_some(),
             w.country_code.is_some(),
         ]);
-        self.opt_str(&w.description);
-        self.opt_str(&w.netname);
-        self.opt_str(&w.organization);
+        self.opt(w.description);
+        self.opt(w.netname);
+        self.opt(w.organization);
         match w.cidr {
             None => {}
             Some(IpCidr::V4(c)) => {
@@ -512,7 +847,7 @@ impl Writer<'_> {
                 self.u8(p);
             }
         }
-        self.opt_str(&w.registry);
+        self.opt(w.registry);
         if let Some(c) = w.country_code {
             self.str(c.as_str());
         }
@@ -591,6 +926,122 @@ impl Writer<'_> {
             self.opt_str(&s.host_key_fingerprint);
             self.opt_str(&s.comments);
             self.opt_str(&s.hassh);
+        }
+        if let Some(summary) = &s.summary {
+            self.len(summary.fields.len());
+            for (k, v) in &summary.fields {
+                self.str(k);
+                self.str(v);
+            }
+        }
+    }
+
+    /// [`Self::service`] of a service line's view (its host enrichment aside): the same bytes.
+    fn service_view(&mut self, s: &ServiceView<'_>) {
+        self.varint(u64::from(s.port.get()));
+        self.str(s.protocol.as_str());
+        let udp = s.transport == Transport::Udp;
+        let partial = s.status == ScanStatus::Partial;
+        debug_assert!(
+            s.status != ScanStatus::Failed,
+            "a failed service was stored"
+        );
+        self.u8(u8::from(udp) | (u8::from(partial) << 1));
+        self.timestamp(s.observed_at);
+        self.presence(&[
+            s.error.is_some(),
+            s.product.is_some(),
+            s.vulnerabilities.is_some(),
+            s.tls.is_some(),
+            s.http.is_some(),
+            s.ssh.is_some(),
+            s.summary.is_some(),
+        ]);
+        self.opt(s.error);
+        if let Some(p) = &s.product {
+            self.str(p.title);
+            self.presence(&[p.version.is_some(), p.cpe.is_some()]);
+            self.opt(p.version);
+            if let Some(c) = &p.cpe {
+                self.str(c.as_str());
+            }
+        }
+        if let Some(v) = &s.vulnerabilities {
+            self.presence(&[v.max_cvss.is_some(), v.has_exploits]);
+            if let Some(c) = v.max_cvss {
+                self.u8(c.tenths());
+            }
+            self.len(v.cves.len());
+            for cve in v.cves.iter() {
+                self.varint(u64::from(cve.year()));
+                self.varint(u64::from(cve.number()));
+            }
+        }
+        if let Some(t) = &s.tls {
+            self.presence(&[
+                t.version.is_some(),
+                t.cipher_suite.is_some(),
+                t.browser_trusted.is_some(),
+                t.browser_trusted == Some(true),
+                t.certificate.is_some(),
+            ]);
+            self.opt(t.version);
+            self.opt(t.cipher_suite);
+            if let Some(c) = &t.certificate {
+                self.len(c.subject_alt_names.len());
+                for name in &c.subject_alt_names {
+                    self.str(name);
+                }
+                self.presence(&[
+                    c.common_name.is_some(),
+                    c.subject_organization.is_some(),
+                    c.issuer_common_name.is_some(),
+                    c.issuer_organization.is_some(),
+                    c.valid_from.is_some(),
+                    c.valid_until.is_some(),
+                    c.fingerprint_sha256.is_some(),
+                ]);
+                self.opt(c.common_name);
+                self.opt(c.subject_organization);
+                self.opt(c.issuer_common_name);
+                self.opt(c.issuer_organization);
+                if let Some(t) = c.valid_from {
+                    self.timestamp(t);
+                }
+                if let Some(t) = c.valid_until {
+                    self.timestamp(t);
+                }
+                self.opt(c.fingerprint_sha256.as_deref());
+            }
+        }
+        if let Some(h) = &s.http {
+            self.presence(&[
+                h.status_code.is_some(),
+                h.title.is_some(),
+                h.server.is_some(),
+                h.complete,
+            ]);
+            if let Some(c) = h.status_code {
+                self.varint(u64::from(c));
+            }
+            self.opt(h.title);
+            self.opt(h.server);
+        }
+        if let Some(s) = &s.ssh {
+            self.presence(&[
+                s.protocol_version.is_some(),
+                s.software_version.is_some(),
+                s.host_key_algorithm.is_some(),
+                s.host_key_fingerprint.is_some(),
+                s.comments.is_some(),
+                s.hassh.is_some(),
+            ]);
+            self.opt(s.protocol_version);
+            self.opt(s.software_version);
+            self.opt(s.host_key_algorithm);
+            self.opt(s.host_key_fingerprint);
+            self.opt(s.comments);
+            self.opt(s.hassh.as_deref());
         }
         if let Some(summary) = &s.summary {
             self.len(summary.fields.len());
@@ -1252,6 +1703,7 @@ mod tests {
     use proptest::sample::select;
 
     use super::*;
+    use crate::store::ApplyOutcome;
 
     // -- Strategies for model values ------------------------------------------------------
 
@@ -1605,6 +2057,64 @@ mod tests {
 
     fn scan_bytes(bytes: &[u8]) {
         check_decodes_cleanly(bytes, decode_domain_scan, encode_domain_scan);
+    }
+
+    proptest! {
+        /// The builder writes, from views, the bytes of the record that applying the same
+        /// observations gives, says which observations applying says `Applied` of, and keeps
+        /// the services they replaced, in order.
+        #[test]
+        fn built_records_are_the_records_applying_gives(
+            (ip, observations) in ip().prop_flat_map(|ip| (Just(ip), vec(observation(ip), 0..8))),
+        ) {
+            let mut record = HostRecord::new(ip);
+            let mut builder = RecordBuilder::new();
+            builder.start(ip);
+            let mut replaced = Vec::new();
+            for obs in &observations {
+                if obs.status == ScanStatus::Failed {
+                    prop_assert_eq!(record.apply(obs), ApplyOutcome::Ignored);
+                    continue;
+                }
+                let before = record.services.get(&(obs.port, obs.protocol)).cloned();
+                let outcome = record.apply(obs);
+                prop_assert_eq!(builder.add(&obs.view()), outcome == ApplyOutcome::Applied);
+                if let (ApplyOutcome::Applied, Some(before)) = (outcome, before) {
+                    replaced.push(before);
+                }
+            }
+            let counting = observations
+                .iter()
+                .filter(|o| o.status != ScanStatus::Failed)
+                .count();
+            prop_assert_eq!(
+                (builder.applied() + builder.superseded()) as usize,
+                counting
+            );
+            let mut bytes = vec![7];
+            let len = builder.finish_into(&mut bytes);
+            let mut expected = vec![7];
+            if record.enrichment.is_some() {
+                encode_host_into(&record, &mut expected);
+            }
+            prop_assert_eq!(&bytes[..1 + len], &expected[..]);
+            prop_assert_eq!(decode_services(&bytes[1 + len..]).unwrap(), replaced);
+            prop_assert_eq!(builder.ip(), None);
+        }
+
+        /// A service's bytes from its view are those of the stored service.
+        #[test]
+        fn a_service_view_encodes_as_the_stored_service(
+            obs in ip().prop_flat_map(observation),
+        ) {
+            prop_assume!(obs.status != ScanStatus::Failed);
+            let mut from_view = Vec::new();
+            Writer { buf: &mut from_view }.service_view(&obs.view());
+            let mut record = HostRecord::new(obs.ip);
+            record.apply(&obs);
+            let stored = record.services.values().next().unwrap();
+            prop_assert_eq!(from_view, tie::service(stored));
+        }
     }
 
     proptest! {

@@ -205,8 +205,9 @@ impl HostRecord {
     /// Every fact of a record is the greatest of its candidates (by timestamp, then by tie
     /// bytes), so the merged record is exactly the one applying those observations gives.
     /// The outcomes are too when `other` was built from at most one counting observation per
-    /// service (then each of its services is that observation): what ingest's parsing
-    /// threads build ([`crate::codec`] bytes of such records travel to the store).
+    /// service (then each of its services is that observation); for a record in which a
+    /// newer observation replaced a service, [`Self::merge_after`] takes the replaced ones
+    /// too (what ingest's parsing threads build: [`crate::codec::RecordBuilder`]).
     pub fn merge(&mut self, other: HostRecord) -> Vec<ApplyOutcome> {
         debug_assert_eq!(self.ip, other.ip, "record merged into another address's");
         let Some((host, at)) = other.enrichment else {
@@ -236,6 +237,25 @@ impl HostRecord {
             .into_iter()
             .map(|(key, service)| self.merge_service(key, service))
             .collect()
+    }
+
+    /// [`Self::merge`] of a record built from observations among which some replaced an
+    /// earlier observation of their service: `earlier` holds those replaced services in the
+    /// order they were replaced (what [`crate::codec::RecordBuilder`] keeps aside). They are
+    /// merged first, so the outcomes are those of applying the observations one by one, except
+    /// that an observation that did not replace its service's within `other` is not among
+    /// them (it is superseded whatever this record holds).
+    pub fn merge_after(
+        &mut self,
+        earlier: Vec<StoredService>,
+        other: HostRecord,
+    ) -> Vec<ApplyOutcome> {
+        let mut outcomes: Vec<ApplyOutcome> = earlier
+            .into_iter()
+            .map(|service| self.merge_service((service.port, service.protocol), service))
+            .collect();
+        outcomes.extend(self.merge(other));
+        outcomes
     }
 
     /// Takes each host fact of `host` that replaces the stored one: newer, or as new and

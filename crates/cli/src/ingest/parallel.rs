@@ -24,9 +24,11 @@ use std::time::Duration;
 
 use periscope_index::durable::{EncodedHosts, HostEncoder};
 use periscope_model::Timestamp;
-use periscope_model::observation::{MAX_LINE_BYTES, Observation, ObservationReader, ScanStatus};
+use periscope_model::observation::{
+    LineView, MAX_LINE_BYTES, Observation, ObservationReader, ScanStatus,
+};
 
-use crate::lines::{Parsed, parse_content, too_long_line};
+use crate::lines::{Parsed, Rejection, parse_content, too_long_line};
 
 /// A chunk is closed once its lines hold this many bytes: large enough that handing it to a
 /// thread costs little next to parsing it, small enough that a few in flight stay a few MiB.
@@ -162,7 +164,8 @@ impl<R: BufRead> Chunks<R> {
 
 /// Parses the lines of `chunk` as the sequential reader would, checking timestamps against
 /// `reader`'s clock; with `encoder`, service observations are merged and encoded into
-/// `hosts` (a group never spans chunks).
+/// `hosts` (a group never spans chunks) straight from their views, never built as owned
+/// observations.
 fn parse(
     chunk: &Chunk,
     reader: &mut ObservationReader,
@@ -174,22 +177,49 @@ fn parse(
     let mut encoder = encoder;
     for i in 0..chunk.len() {
         let n = chunk.number(i);
-        let parsed = if too_long.next_if_eq(&i).is_some() {
-            too_long_line(reader, n)
+        lines.push(if too_long.next_if_eq(&i).is_some() {
+            Line::Parsed(too_long_line(reader, n))
         } else {
-            parse_content(reader, n, chunk.content(i))
-        };
-        lines.push(match (parsed, encoder.as_deref_mut()) {
-            (Parsed::Observation(Observation::Service(s)), Some(encoder)) => {
-                let failed = s.status == ScanStatus::Failed;
-                let group = encoder.push(s, hosts);
-                Line::Encoded { group, failed }
+            match encoder.as_deref_mut() {
+                Some(encoder) => encode_content(reader, n, chunk.content(i), encoder, hosts),
+                None => Line::Parsed(parse_content(reader, n, chunk.content(i))),
             }
-            (parsed, _) => Line::Parsed(parsed),
         });
     }
     if let Some(encoder) = encoder {
         encoder.finish(hosts);
+    }
+}
+
+/// What [`parse_content`] makes of line `n`, except that a service observation is merged
+/// into `hosts` by `encoder` from its view.
+fn encode_content(
+    reader: &mut ObservationReader,
+    n: u64,
+    content: &[u8],
+    encoder: &mut HostEncoder,
+    hosts: &mut EncodedHosts,
+) -> Line {
+    // A line too long or not UTF-8 is rejected as the shared reader rejects it.
+    let text = match std::str::from_utf8(content) {
+        Ok(text) if content.len() <= MAX_LINE_BYTES => text,
+        _ => return Line::Parsed(parse_content(reader, n, content)),
+    };
+    let read = reader.read_line_with(text, |line| match line {
+        LineView::Service(s) => Line::Encoded {
+            group: encoder.push(&s, hosts),
+            failed: s.status == ScanStatus::Failed,
+        },
+        LineView::Domain(d) => Line::Parsed(Parsed::Observation(Observation::Domain(d))),
+    });
+    match read {
+        Ok(Some(line)) => line,
+        Ok(None) => Line::Parsed(Parsed::Blank),
+        Err(e) => Line::Parsed(Parsed::Rejected(Rejection {
+            line: n,
+            field: e.field,
+            reason: e.reason,
+        })),
     }
 }
 

@@ -1,6 +1,9 @@
 //! The captured-data blocks of a service line: `product`, `vulnerabilities`, `tls`, `http`,
 //! `ssh` and `summary`, each checked on its own. Which protocol may carry which block is a
-//! rule of the whole line and lives in the service module.
+//! rule of the whole line and lives in the service module. Each block's view borrows from
+//! its raw struct.
+
+use std::borrow::Cow;
 
 use super::check::{
     At, Invalid, at_most, hex, integer, opt_text, parsed, quoted, required, text, timestamp, unique,
@@ -8,7 +11,10 @@ use super::check::{
 use super::raw::{
     RawCertificate, RawHttp, RawProduct, RawSsh, RawTls, RawVulnerabilities, Text, TextMap,
 };
-use crate::record::{Certificate, Http, Product, Ssh, Summary, Tls, VulnerabilitySummary};
+use super::view::{
+    CertificateView, HttpView, ProductView, SshView, SummaryView, TlsView, VulnerabilitiesView,
+};
+use crate::record::Summary;
 use crate::{Cpe23, CveId, Cvss, DomainName};
 
 /// At most this many CVE ids per service.
@@ -18,9 +24,9 @@ const MAX_SANS: usize = 100;
 /// The longest subject alternative name, after normalisation.
 const MAX_SAN_LEN: usize = 253;
 
-pub(super) fn product(raw: RawProduct<'_>) -> Result<Product, Invalid> {
-    Ok(Product {
-        title: required(raw.title)
+pub(super) fn product<'r>(raw: &'r RawProduct<'_>) -> Result<ProductView<'r>, Invalid> {
+    Ok(ProductView {
+        title: required(raw.title.as_ref())
             .and_then(|t| text(t, 256))
             .and_then(|t| {
                 if t.trim().is_empty() {
@@ -30,20 +36,24 @@ pub(super) fn product(raw: RawProduct<'_>) -> Result<Product, Invalid> {
                 }
             })
             .at("title")?,
-        version: opt_text(raw.version, 128).at("version")?,
+        version: opt_text(&raw.version, 128).at("version")?,
         cpe: raw
             .cpe
-            .map(|c| parsed(&c, Cpe23::parse))
+            .as_ref()
+            .map(|c| parsed(c, Cpe23::parse).map(Cow::Owned))
             .transpose()
             .at("cpe")?,
     })
 }
 
-pub(super) fn vulnerabilities(
-    raw: RawVulnerabilities<'_>,
-) -> Result<VulnerabilitySummary, Invalid> {
-    Ok(VulnerabilitySummary {
-        cves: required(raw.cves).and_then(cves).at("cves")?,
+pub(super) fn vulnerabilities<'r>(
+    raw: &'r RawVulnerabilities<'_>,
+) -> Result<VulnerabilitiesView<'r>, Invalid> {
+    Ok(VulnerabilitiesView {
+        cves: required(raw.cves.as_ref())
+            .and_then(|c| cves(c))
+            .map(Cow::Owned)
+            .at("cves")?,
         max_cvss: raw
             .max_cvss
             .map(Cvss::from_f64)
@@ -53,8 +63,8 @@ pub(super) fn vulnerabilities(
     })
 }
 
-fn cves(raw: Vec<Text<'_>>) -> Result<Vec<CveId>, Invalid> {
-    at_most(&raw, MAX_CVES)?;
+fn cves(raw: &[Text<'_>]) -> Result<Vec<CveId>, Invalid> {
+    at_most(raw, MAX_CVES)?;
     let ids = raw
         .iter()
         .enumerate()
@@ -64,28 +74,31 @@ fn cves(raw: Vec<Text<'_>>) -> Result<Vec<CveId>, Invalid> {
     Ok(ids)
 }
 
-pub(super) fn tls(raw: RawTls<'_>) -> Result<Tls, Invalid> {
-    Ok(Tls {
-        version: opt_text(raw.version, 128).at("version")?,
-        cipher_suite: opt_text(raw.cipher_suite, 128).at("cipher_suite")?,
+pub(super) fn tls<'r>(raw: &'r RawTls<'_>) -> Result<TlsView<'r>, Invalid> {
+    Ok(TlsView {
+        version: opt_text(&raw.version, 128).at("version")?,
+        cipher_suite: opt_text(&raw.cipher_suite, 128).at("cipher_suite")?,
         browser_trusted: raw.browser_trusted,
         certificate: raw
             .certificate
+            .as_ref()
             .map(certificate)
             .transpose()
             .at("certificate")?,
     })
 }
 
-fn certificate(raw: RawCertificate<'_>) -> Result<Certificate, Invalid> {
+fn certificate<'r>(raw: &'r RawCertificate<'_>) -> Result<CertificateView<'r>, Invalid> {
     let valid_from = raw
         .valid_from
-        .map(|t| timestamp(&t))
+        .as_ref()
+        .map(timestamp)
         .transpose()
         .at("valid_from")?;
     let valid_until = raw
         .valid_until
-        .map(|t| timestamp(&t))
+        .as_ref()
+        .map(timestamp)
         .transpose()
         .at("valid_until")?;
     if let (Some(from), Some(until)) = (valid_from, valid_until)
@@ -96,46 +109,53 @@ fn certificate(raw: RawCertificate<'_>) -> Result<Certificate, Invalid> {
             format!("{until} is before valid_from ({from})"),
         ));
     }
-    Ok(Certificate {
+    Ok(CertificateView {
         subject_alt_names: raw
             .subject_alt_names
-            .map(subject_alt_names)
+            .as_ref()
+            .map(|n| subject_alt_names(n))
             .transpose()
             .at("subject_alt_names")?
             .unwrap_or_default(),
-        common_name: opt_text(raw.common_name, 256).at("common_name")?,
-        subject_organization: opt_text(raw.subject_organization, 256).at("subject_organization")?,
-        issuer_common_name: opt_text(raw.issuer_common_name, 256).at("issuer_common_name")?,
-        issuer_organization: opt_text(raw.issuer_organization, 256).at("issuer_organization")?,
+        common_name: opt_text(&raw.common_name, 256).at("common_name")?,
+        subject_organization: opt_text(&raw.subject_organization, 256)
+            .at("subject_organization")?,
+        issuer_common_name: opt_text(&raw.issuer_common_name, 256).at("issuer_common_name")?,
+        issuer_organization: opt_text(&raw.issuer_organization, 256).at("issuer_organization")?,
         valid_from,
         valid_until,
         fingerprint_sha256: raw
             .fingerprint_sha256
+            .as_ref()
             .map(|f| hex(f, 64))
             .transpose()
             .at("fingerprint_sha256")?,
     })
 }
 
-fn subject_alt_names(raw: Vec<Text<'_>>) -> Result<Vec<String>, Invalid> {
-    at_most(&raw, MAX_SANS)?;
+fn subject_alt_names<'r>(raw: &'r [Text<'_>]) -> Result<Vec<Cow<'r, str>>, Invalid> {
+    at_most(raw, MAX_SANS)?;
     raw.iter()
         .enumerate()
         .map(|(i, name)| subject_alt_name(name).at_index(i))
         .collect()
 }
 
-/// A DNS name, normalised like any other, or `*.` followed by one.
-fn subject_alt_name(raw: &Text<'_>) -> Result<String, Invalid> {
-    let (wildcard, rest) = match raw.0.strip_prefix("*.") {
+/// A DNS name, normalised like any other, or `*.` followed by one; borrowed when the line
+/// held it normalised.
+fn subject_alt_name<'r>(raw: &'r Text<'_>) -> Result<Cow<'r, str>, Invalid> {
+    let text: &'r str = &raw.0;
+    let (wildcard, rest) = match text.strip_prefix("*.") {
         Some(rest) => (true, rest),
-        None => (false, &*raw.0),
+        None => (false, text),
     };
     let name = parsed(&Text(rest.into()), DomainName::parse)?;
-    let name = if wildcard {
-        format!("*.{name}")
+    let name: Cow<'r, str> = if name.as_str() == rest {
+        Cow::Borrowed(text)
+    } else if wildcard {
+        Cow::Owned(format!("*.{name}"))
     } else {
-        name.as_str().to_owned()
+        Cow::Owned(name.as_str().to_owned())
     };
     if name.len() > MAX_SAN_LEN {
         return Err(Invalid::here(format!(
@@ -146,32 +166,39 @@ fn subject_alt_name(raw: &Text<'_>) -> Result<String, Invalid> {
     Ok(name)
 }
 
-pub(super) fn http(raw: RawHttp<'_>) -> Result<Http, Invalid> {
-    Ok(Http {
+pub(super) fn http<'r>(raw: &'r RawHttp<'_>) -> Result<HttpView<'r>, Invalid> {
+    Ok(HttpView {
         status_code: raw
             .status_code
-            .map(|n| integer(&n, 100, 599).map(|c| c as u16))
+            .as_ref()
+            .map(|n| integer(n, 100, 599).map(|c| c as u16))
             .transpose()
             .at("status_code")?,
-        title: opt_text(raw.title, 512).at("title")?,
-        server: opt_text(raw.server, 256).at("server")?,
+        title: opt_text(&raw.title, 512).at("title")?,
+        server: opt_text(&raw.server, 256).at("server")?,
         complete: required(raw.complete).at("complete")?,
     })
 }
 
-pub(super) fn ssh(raw: RawSsh<'_>) -> Result<Ssh, Invalid> {
-    Ok(Ssh {
-        protocol_version: opt_text(raw.protocol_version, 256).at("protocol_version")?,
-        software_version: opt_text(raw.software_version, 256).at("software_version")?,
-        host_key_algorithm: opt_text(raw.host_key_algorithm, 256).at("host_key_algorithm")?,
-        host_key_fingerprint: opt_text(raw.host_key_fingerprint, 256).at("host_key_fingerprint")?,
-        comments: opt_text(raw.comments, 256).at("comments")?,
-        hassh: raw.hassh.map(|h| hex(h, 32)).transpose().at("hassh")?,
+pub(super) fn ssh<'r>(raw: &'r RawSsh<'_>) -> Result<SshView<'r>, Invalid> {
+    Ok(SshView {
+        protocol_version: opt_text(&raw.protocol_version, 256).at("protocol_version")?,
+        software_version: opt_text(&raw.software_version, 256).at("software_version")?,
+        host_key_algorithm: opt_text(&raw.host_key_algorithm, 256).at("host_key_algorithm")?,
+        host_key_fingerprint: opt_text(&raw.host_key_fingerprint, 256)
+            .at("host_key_fingerprint")?,
+        comments: opt_text(&raw.comments, 256).at("comments")?,
+        hassh: raw
+            .hassh
+            .as_ref()
+            .map(|h| hex(h, 32))
+            .transpose()
+            .at("hassh")?,
     })
 }
 
-pub(super) fn summary(raw: TextMap<'_>) -> Result<Summary, Invalid> {
-    let pairs = raw.0;
+pub(super) fn summary<'r>(raw: &'r TextMap<'_>) -> Result<SummaryView<'r>, Invalid> {
+    let pairs = &raw.0;
     if pairs.len() > Summary::MAX_FIELDS {
         return Err(Invalid::here(format!(
             "{} members; at most {} are allowed",
@@ -179,20 +206,20 @@ pub(super) fn summary(raw: TextMap<'_>) -> Result<Summary, Invalid> {
             Summary::MAX_FIELDS
         )));
     }
-    let mut fields: Vec<(String, String)> = Vec::with_capacity(pairs.len());
+    let mut fields: Vec<(&'r str, &'r str)> = Vec::with_capacity(pairs.len());
     for (key, value) in pairs {
         let key = summary_key(key)?;
         if fields.iter().any(|(k, _)| *k == key) {
-            return Err(Invalid::here("duplicate member").within(&key));
+            return Err(Invalid::here("duplicate member").within(key));
         }
-        let value = text(value, Summary::MAX_VALUE).at(&key)?;
+        let value = text(value, Summary::MAX_VALUE).at(key)?;
         fields.push((key, value));
     }
-    Ok(Summary { fields })
+    Ok(SummaryView { fields })
 }
 
-fn summary_key(key: Text<'_>) -> Result<String, Invalid> {
-    let k = &key.0;
+fn summary_key<'r>(key: &'r Text<'_>) -> Result<&'r str, Invalid> {
+    let k: &'r str = &key.0;
     let ok = (1..=Summary::MAX_KEY).contains(&k.len())
         && k.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
@@ -203,5 +230,5 @@ fn summary_key(key: Text<'_>) -> Result<String, Invalid> {
             Summary::MAX_KEY
         )));
     }
-    Ok(key.0.into_owned())
+    Ok(k)
 }

@@ -93,28 +93,36 @@ pub(super) fn required<T>(value: Option<T>) -> Result<T, Invalid> {
     value.ok_or_else(|| Invalid::here("missing: this member is required"))
 }
 
-/// A string of at most `max` characters without control characters.
-pub(super) fn text(value: Text<'_>, max: usize) -> Result<String, Invalid> {
+/// A string of at most `max` characters without control characters, borrowed.
+pub(super) fn text<'r>(value: &'r Text<'_>, max: usize) -> Result<&'r str, Invalid> {
     check_len(&value.0, max)?;
-    // The control characters are ASCII, so a byte scan finds them (UTF-8 continuation bytes
-    // are all >= 0x80).
-    if let Some(b) = value.0.bytes().find(|b| is_control(char::from(*b))) {
+    if has_control(value.0.as_bytes()) {
+        // The control characters are ASCII, so a byte scan finds them (UTF-8 continuation
+        // bytes are all >= 0x80).
+        let b = value
+            .0
+            .bytes()
+            .find(|b| is_control(char::from(*b)))
+            .unwrap_or(0);
         return Err(Invalid::here(format!(
             "contains the control character U+{b:04X}; control characters are not allowed here"
         )));
     }
-    Ok(value.0.into_owned())
+    Ok(&value.0)
 }
 
 /// An optional [`text`].
-pub(super) fn opt_text(value: Option<Text<'_>>, max: usize) -> Result<Option<String>, Invalid> {
-    value.map(|v| text(v, max)).transpose()
+pub(super) fn opt_text<'r>(
+    value: &'r Option<Text<'_>>,
+    max: usize,
+) -> Result<Option<&'r str>, Invalid> {
+    value.as_ref().map(|v| text(v, max)).transpose()
 }
 
-/// A string of at most `max` characters in which control characters are allowed.
-pub(super) fn raw_text(value: Text<'_>, max: usize) -> Result<String, Invalid> {
+/// A string of at most `max` characters in which control characters are allowed, borrowed.
+pub(super) fn raw_text<'r>(value: &'r Text<'_>, max: usize) -> Result<&'r str, Invalid> {
     check_len(&value.0, max)?;
-    Ok(value.0.into_owned())
+    Ok(&value.0)
 }
 
 /// A string that names a value of some type: bounded like any string, then parsed. The
@@ -148,6 +156,20 @@ pub(super) fn quoted(s: &str) -> String {
         None => format!("{s:?}"),
         Some((cut, _)) => format!("{:?}…", &s[..cut]),
     }
+}
+
+/// True when `bytes` hold a control character ([`is_control`]). Blocks of 16 bytes are
+/// tested without stopping early, so the loop is vectorised: most text is accepted, and
+/// this test is much of what accepting it costs.
+fn has_control(bytes: &[u8]) -> bool {
+    let control = |b: u8| b < 0x20 || b == 0x7f;
+    let mut blocks = bytes.chunks_exact(16);
+    for block in &mut blocks {
+        if block.iter().fold(false, |found, &b| found | control(b)) {
+            return true;
+        }
+    }
+    blocks.remainder().iter().any(|&b| control(b))
 }
 
 /// U+0000–U+001F and U+007F.
@@ -211,9 +233,9 @@ pub(super) fn number_in(x: f64, min: f64, max: f64) -> Result<f64, Invalid> {
     }
 }
 
-/// Exactly `digits` hexadecimal digits, returned lowercase.
-pub(super) fn hex(value: Text<'_>, digits: usize) -> Result<String, Invalid> {
-    let s = value.0;
+/// Exactly `digits` hexadecimal digits, returned lowercase (borrowed when they are).
+pub(super) fn hex<'r>(value: &'r Text<'_>, digits: usize) -> Result<Cow<'r, str>, Invalid> {
+    let s: &'r str = &value.0;
     if let Some(c) = s.chars().find(|c| !c.is_ascii_hexdigit()) {
         return Err(Invalid::here(format!(
             "{c:?} is not a hexadecimal digit; expected {digits} hex digits"
@@ -225,12 +247,10 @@ pub(super) fn hex(value: Text<'_>, digits: usize) -> Result<String, Invalid> {
             s.len()
         )));
     }
-    Ok(match s {
-        Cow::Owned(mut o) => {
-            o.make_ascii_lowercase();
-            o
-        }
-        Cow::Borrowed(b) => b.to_ascii_lowercase(),
+    Ok(if s.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(s.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(s)
     })
 }
 
@@ -278,4 +298,24 @@ fn first_duplicate<T: Ord>(items: &[T]) -> Option<(usize, usize)> {
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_found_anywhere() {
+        for len in 0..40 {
+            assert!(!has_control(&vec![b'a'; len]));
+            for at in 0..len {
+                for c in [0u8, b'\n', 0x1f, 0x7f] {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = c;
+                    assert!(has_control(&bytes), "{c:#x} at {at} of {len}");
+                }
+            }
+        }
+        assert!(!has_control("é中 ~ \u{80}\u{9f}".as_bytes()));
+    }
 }

@@ -14,10 +14,15 @@ mod host;
 mod raw;
 mod reader;
 mod service;
+mod view;
 
 use std::net::IpAddr;
 
-pub use reader::{ObservationReader, ReadError};
+pub use reader::{LineView, ObservationReader, ReadError};
+pub use view::{
+    AsnView, AsnsView, CertificateView, HostView, HttpView, LocationView, ProductView,
+    ProviderView, ServiceView, SshView, SummaryView, TlsView, VulnerabilitiesView, WhoisView,
+};
 
 use crate::record::{HostEnrichment, Http, Product, Ssh, Summary, Tls, VulnerabilitySummary};
 use crate::{DomainName, Port, ProtocolToken, Timestamp};

@@ -85,6 +85,16 @@ where
     Option::<Object<T>>::deserialize(d).map(|o| o.map(|Object(t)| t))
 }
 
+/// [`object`], boxed: the largest blocks of a line are boxed so that the line's struct, which
+/// serde moves several times while building it, stays small.
+pub(super) fn boxed_object<'de, D, T>(d: D) -> Result<Option<Box<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    object(d).map(|o| o.map(Box::new))
+}
+
 struct Object<T>(T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
@@ -149,16 +159,16 @@ pub(super) struct RawService<'a> {
     pub product: Option<RawProduct<'a>>,
     #[serde(borrow, default, deserialize_with = "object")]
     pub vulnerabilities: Option<RawVulnerabilities<'a>>,
-    #[serde(borrow, default, deserialize_with = "object")]
-    pub tls: Option<RawTls<'a>>,
+    #[serde(borrow, default, deserialize_with = "boxed_object")]
+    pub tls: Option<Box<RawTls<'a>>>,
     #[serde(borrow, default, deserialize_with = "object")]
     pub http: Option<RawHttp<'a>>,
     #[serde(borrow, default, deserialize_with = "object")]
     pub ssh: Option<RawSsh<'a>>,
     #[serde(borrow)]
     pub summary: Option<TextMap<'a>>,
-    #[serde(borrow, default, deserialize_with = "object")]
-    pub host: Option<RawHost<'a>>,
+    #[serde(borrow, default, deserialize_with = "boxed_object")]
+    pub host: Option<Box<RawHost<'a>>>,
 }
 
 /// `product`.

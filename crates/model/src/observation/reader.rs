@@ -6,7 +6,8 @@
 
 use super::check::Invalid;
 use super::decode::{Kind, decode, kind};
-use super::{MAX_LINE_BYTES, Observation, domain_scan, service};
+use super::view::ServiceView;
+use super::{DomainScan, MAX_LINE_BYTES, Observation, domain_scan, service};
 use crate::Timestamp;
 
 /// A rejected line: where, which field, why.
@@ -19,6 +20,21 @@ pub struct ReadError {
     pub field: String,
     /// What is wrong.
     pub reason: String,
+}
+
+/// One accepted line, a service line as a view borrowing from it
+/// ([`ObservationReader::read_line_with`]).
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a line's view is handed to a closure and dropped, never stored; boxing it \
+              would add an allocation per line"
+)]
+pub enum LineView<'a> {
+    /// `"kind": "service"`.
+    Service(ServiceView<'a>),
+    /// `"kind": "domain"`.
+    Domain(DomainScan),
 }
 
 /// Reads observation lines one at a time, counting lines.
@@ -39,6 +55,19 @@ impl ObservationReader {
     /// `text` is one line, with or without its `\n` or `\r\n` ending. Every call counts as a
     /// line, blank or not, so error line numbers match the file's.
     pub fn read_line(&mut self, text: &str) -> Result<Option<Observation>, ReadError> {
+        self.read_line_with(text, |line| match line {
+            LineView::Service(s) => Observation::Service(s.into_owned()),
+            LineView::Domain(d) => Observation::Domain(d),
+        })
+    }
+
+    /// [`Self::read_line`], handing the line to `f` with a service line as a view that
+    /// borrows from the line (so nothing is allocated for its text); returns what `f` does.
+    pub fn read_line_with<T>(
+        &mut self,
+        text: &str,
+        f: impl FnOnce(LineView<'_>) -> T,
+    ) -> Result<Option<T>, ReadError> {
         self.line += 1;
         let text = without_line_end(text);
         if text.len() > MAX_LINE_BYTES {
@@ -50,7 +79,15 @@ impl ObservationReader {
         if is_blank(text) {
             return Ok(None);
         }
-        parse(text, self.now).map(Some).map_err(|e| self.reject(e))
+        let parsed = match kind(text) {
+            Ok(Kind::Service) => decode(text)
+                .and_then(|raw| service::service(&raw, self.now).map(|s| f(LineView::Service(s)))),
+            Ok(Kind::Domain) => decode(text)
+                .and_then(|raw| domain_scan::domain_scan(raw, self.now))
+                .map(|d| f(LineView::Domain(d))),
+            Err(e) => Err(e),
+        };
+        parsed.map(Some).map_err(|e| self.reject(e))
     }
 
     fn reject(&self, e: Invalid) -> ReadError {
@@ -86,13 +123,6 @@ fn printable(field: String) -> String {
         }
     }
     out
-}
-
-fn parse(text: &str, now: Timestamp) -> Result<Observation, Invalid> {
-    match kind(text)? {
-        Kind::Service => service::service(decode(text)?, now).map(Observation::Service),
-        Kind::Domain => domain_scan::domain_scan(decode(text)?, now).map(Observation::Domain),
-    }
 }
 
 fn without_line_end(text: &str) -> &str {

@@ -6,33 +6,40 @@ use std::net::IpAddr;
 
 use super::check::{At, Invalid, integer, ip, observed_at, parsed, quoted, raw_text, required};
 use super::raw::{RawService, Text};
-use super::{ScanStatus, ServiceObservation, Transport, captured, host};
+use super::view::ServiceView;
+use super::{ScanStatus, Transport, captured, host};
 use crate::{EvidenceKind, Port, ProtocolToken, Timestamp};
 
 /// The longest scanner error text, in characters.
 const MAX_ERROR_CHARS: usize = 4096;
 
-/// Validates a service line; `now` is the reader's clock.
-pub(super) fn service(raw: RawService<'_>, now: Timestamp) -> Result<ServiceObservation, Invalid> {
-    let ip = required(raw.ip).and_then(|v| ip(&v)).at("ip")?;
-    let port = required(raw.port).and_then(|n| port(&n)).at("port")?;
-    let transport = required(raw.transport)
-        .and_then(|t| transport(&t))
+/// Validates a service line; `now` is the reader's clock. The view borrows from `raw`.
+pub(super) fn service<'r>(
+    raw: &'r RawService<'_>,
+    now: Timestamp,
+) -> Result<ServiceView<'r>, Invalid> {
+    let ip = required(raw.ip.as_ref()).and_then(ip).at("ip")?;
+    let port = required(raw.port.as_ref()).and_then(port).at("port")?;
+    let transport = required(raw.transport.as_ref())
+        .and_then(transport)
         .at("transport")?;
-    let protocol = required(raw.protocol)
-        .and_then(|p| protocol(&p, ip))
+    let protocol = required(raw.protocol.as_ref())
+        .and_then(|p| protocol(p, ip))
         .at("protocol")?;
-    let observed_at = required(raw.observed_at)
-        .and_then(|t| observed_at(&t, now))
+    let observed_at = required(raw.observed_at.as_ref())
+        .and_then(|t| observed_at(t, now))
         .at("observed_at")?;
-    let status = required(raw.status).and_then(|s| status(&s)).at("status")?;
+    let status = required(raw.status.as_ref())
+        .and_then(status)
+        .at("status")?;
     let error = raw
         .error
+        .as_ref()
         .map(|e| raw_text(e, MAX_ERROR_CHARS))
         .transpose()
         .at("error")?;
     let scan = Scan { protocol, status };
-    Ok(ServiceObservation {
+    Ok(ServiceView {
         ip,
         port,
         transport,
@@ -40,34 +47,40 @@ pub(super) fn service(raw: RawService<'_>, now: Timestamp) -> Result<ServiceObse
         observed_at,
         status,
         error,
-        product: scan.block("product", Carrier::Any, raw.product, captured::product)?,
+        product: scan.block(
+            "product",
+            Carrier::Any,
+            raw.product.as_ref(),
+            captured::product,
+        )?,
         vulnerabilities: scan.block(
             "vulnerabilities",
             Carrier::Any,
-            raw.vulnerabilities,
+            raw.vulnerabilities.as_ref(),
             captured::vulnerabilities,
         )?,
-        tls: scan.block("tls", Carrier::Tls, raw.tls, captured::tls)?,
+        tls: scan.block("tls", Carrier::Tls, raw.tls.as_deref(), captured::tls)?,
         http: scan.block(
             "http",
             Carrier::Kind(EvidenceKind::Http),
-            raw.http,
+            raw.http.as_ref(),
             captured::http,
         )?,
         ssh: scan.block(
             "ssh",
             Carrier::Kind(EvidenceKind::Ssh),
-            raw.ssh,
+            raw.ssh.as_ref(),
             captured::ssh,
         )?,
         summary: scan.block(
             "summary",
             Carrier::Kind(EvidenceKind::Summary),
-            raw.summary,
+            raw.summary.as_ref(),
             captured::summary,
         )?,
         host: raw
             .host
+            .as_deref()
             .map(|h| host::host(h, ip))
             .transpose()
             .at("host")?
