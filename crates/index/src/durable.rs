@@ -44,8 +44,9 @@
 //! holds of an address no run holds, so the stored bytes, and the counts, are those
 //! `apply_batch` gives.
 //!
-//! The run indexes are held in memory (about 32 bytes per host record per run); a record is
-//! read with one positioned read.
+//! The run indexes are held in memory, compact (`HostIndex`: about 12 bytes per IPv4 host
+//! record per run, 24 per IPv6 one, against 28 in the file); a record is read with one
+//! positioned read.
 //!
 //! **Invariant:** a stored host record has had at least one counting observation applied (an
 //! address seen only in failed observations is not stored). Whether it is a host *now* is
@@ -67,6 +68,7 @@ use periscope_model::ip_order_key;
 use periscope_model::observation::{DomainScan, Observation, ScanStatus, ServiceView};
 
 use crate::codec::{self, CodecError};
+use crate::order_keys::{OrderKeys, OutOfOrder};
 use crate::store::{ApplyOutcome, DomainScans, HostRecord};
 
 /// The layout this build writes and the only one it opens.
@@ -196,6 +198,11 @@ impl HostKey {
     /// The key of `ip`.
     pub fn of(ip: IpAddr) -> Self {
         Self(ip_order_key(ip).to_be_bytes())
+    }
+
+    /// The key as the number it orders as (its [`ip_order_key`]).
+    fn order(self) -> u128 {
+        u128::from_be_bytes(self.0)
     }
 
     /// The address this key stands for (the inverse of [`ip_order_key`]).
@@ -421,6 +428,84 @@ struct Loc {
     len: u32,
 }
 
+/// A run's host index as held in memory. A run's records lie back to back, so where one
+/// ends the next starts: one offset per record, and the keys compact ([`OrderKeys`]). About
+/// 12 bytes per IPv4 record where the file's index has 28 and a list of keys and [`Loc`]s 32.
+#[derive(Default)]
+struct HostIndex {
+    keys: OrderKeys,
+    /// Where each record starts, then where the last one ends (empty for no records).
+    bounds: Vec<u64>,
+}
+
+impl HostIndex {
+    /// An empty index with room for `records`, of which `v4` are IPv4 hosts.
+    fn with_capacity(records: usize, v4: usize) -> Self {
+        Self {
+            keys: OrderKeys::with_v4_capacity(v4),
+            bounds: Vec::with_capacity(records + 1),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The key at position `at`.
+    fn key(&self, at: usize) -> Option<HostKey> {
+        Some(HostKey(self.keys.get(at)?.to_be_bytes()))
+    }
+
+    /// Where the record at position `at` (below [`Self::len`]) is.
+    fn loc(&self, at: usize) -> Loc {
+        let (start, end) = (self.bounds[at], self.bounds[at + 1]);
+        Loc {
+            at: start,
+            // `push` took the length from a `u32`.
+            len: u32::try_from(end - start).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Adds the record of `key` at `loc`, which must follow the last one added, in key order
+    /// and in the file; otherwise says what is wrong.
+    fn push(&mut self, key: HostKey, loc: Loc) -> Result<(), String> {
+        match self.bounds.last() {
+            Some(end) if *end != loc.at => {
+                return Err(format!(
+                    "the record of {key} starts at {}, not where the previous one ends ({end})",
+                    loc.at
+                ));
+            }
+            _ => {}
+        }
+        self.keys
+            .push(key.order())
+            .map_err(|OutOfOrder| format!("its host keys are out of order at {key}"))?;
+        if self.bounds.is_empty() {
+            self.bounds.push(loc.at);
+        }
+        self.bounds.push(loc.at + u64::from(loc.len));
+        Ok(())
+    }
+
+    /// Releases the room that pushing left over.
+    fn shrink_to_fit(&mut self) {
+        self.keys.shrink_to_fit();
+        self.bounds.shrink_to_fit();
+    }
+
+    /// The position of `key`, if the run holds it.
+    fn find(&self, key: HostKey) -> Option<usize> {
+        self.keys.binary_search(key.order()).ok()
+    }
+
+    /// The first position at or after `from` whose key is not below `key`
+    /// ([`OrderKeys::gallop`]).
+    fn gallop(&self, from: usize, key: HostKey) -> usize {
+        self.keys.gallop(from, key.order())
+    }
+}
+
 /// One immutable run file, with its indexes in memory.
 struct Run {
     id: u64,
@@ -428,8 +513,7 @@ struct Run {
     path: PathBuf,
     file: File,
     bytes: u64,
-    host_keys: Vec<HostKey>,
-    host_locs: Vec<Loc>,
+    hosts: HostIndex,
     names: Vec<Box<str>>,
     name_locs: Vec<Loc>,
 }
@@ -440,8 +524,7 @@ impl Run {
     }
 
     fn find_host(&self, key: HostKey) -> Option<Loc> {
-        let at = self.host_keys.binary_search(&key).ok()?;
-        Some(self.host_locs[at])
+        Some(self.hosts.loc(self.hosts.find(key)?))
     }
 
     fn find_name(&self, name: &str) -> Option<Loc> {
@@ -515,19 +598,19 @@ impl Run {
                 host_part.len()
             )));
         }
-        let mut host_keys = Vec::with_capacity(hosts as usize);
-        let mut host_locs = Vec::with_capacity(hosts as usize);
+        // The IPv4 keys (the first 12 of 16 bytes zero) come first.
+        let v4 = host_part
+            .chunks_exact(28)
+            .take_while(|entry| entry[..12] == [0; 12])
+            .count();
+        let mut host_index = HostIndex::with_capacity(hosts as usize, v4);
         for entry in host_part.chunks_exact(28) {
             let key = HostKey(entry[..16].try_into().unwrap_or_default());
-            if host_keys.last().is_some_and(|last| *last >= key) {
-                return Err(corrupt(format!("its host keys are out of order at {key}")));
-            }
             let loc = Loc {
                 at: u64::from_le_bytes(entry[16..24].try_into().unwrap_or_default()),
                 len: u32::from_le_bytes(entry[24..28].try_into().unwrap_or_default()),
             };
-            host_keys.push(key);
-            host_locs.push(check_loc(loc)?);
+            host_index.push(key, check_loc(loc)?).map_err(corrupt)?;
         }
         let mut name_keys: Vec<Box<str>> = Vec::with_capacity(names as usize);
         let mut name_locs = Vec::with_capacity(names as usize);
@@ -563,8 +646,7 @@ impl Run {
             path,
             file,
             bytes,
-            host_keys,
-            host_locs,
+            hosts: host_index,
             names: name_keys,
             name_locs,
         })
@@ -585,7 +667,7 @@ struct RunWriter {
     path: PathBuf,
     out: BufWriter<File>,
     at: u64,
-    hosts: Vec<(HostKey, Loc)>,
+    hosts: HostIndex,
     names: Vec<(Box<str>, Loc)>,
 }
 
@@ -621,7 +703,7 @@ impl RunWriter {
             path,
             out,
             at: RUN_MAGIC.len() as u64,
-            hosts: Vec::new(),
+            hosts: HostIndex::default(),
             names: Vec::new(),
         })
     }
@@ -641,10 +723,13 @@ impl RunWriter {
 
     /// Adds a host record; keys come in ascending order.
     fn host(&mut self, key: HostKey, bytes: &[u8]) -> Result<(), StoreError> {
-        debug_assert!(self.hosts.last().is_none_or(|(last, _)| *last < key));
         let loc = self.value(bytes)?;
-        self.hosts.push((key, loc));
-        Ok(())
+        self.hosts
+            .push(key, loc)
+            .map_err(|reason| StoreError::CorruptFile {
+                path: self.path.clone(),
+                reason,
+            })
     }
 
     /// Adds a domain scan; names come in ascending order, after every host.
@@ -658,7 +743,10 @@ impl RunWriter {
     /// Writes the indexes and footer, syncs the file, and opens it as a run of `tier`.
     fn finish(mut self, tier: u32) -> Result<Run, StoreError> {
         let mut index = Vec::with_capacity(self.hosts.len() * 28 + self.names.len() * 40);
-        for (key, loc) in &self.hosts {
+        for (key, loc) in (0..self.hosts.len()).filter_map(|at| {
+            let key = self.hosts.key(at)?;
+            Some((key, self.hosts.loc(at)))
+        }) {
             index.extend_from_slice(&key.0);
             index.extend_from_slice(&loc.at.to_le_bytes());
             index.extend_from_slice(&loc.len.to_le_bytes());
@@ -698,7 +786,8 @@ impl RunWriter {
         file.sync_all()
             .map_err(io_failed("syncing a run", &self.path))?;
         let bytes = self.at + index.len() as u64 + FOOTER_LEN;
-        let (host_keys, host_locs) = self.hosts.into_iter().unzip();
+        let mut hosts = self.hosts;
+        hosts.shrink_to_fit();
         let (names, name_locs) = self.names.into_iter().unzip();
         Ok(Run {
             id: self.id,
@@ -706,8 +795,7 @@ impl RunWriter {
             path: self.path,
             file,
             bytes,
-            host_keys,
-            host_locs,
+            hosts,
             names,
             name_locs,
         })
@@ -747,52 +835,64 @@ impl Window {
     }
 }
 
-/// One step of a walk over sorted key lists (one per run, oldest first) in key order: the
-/// newest run holding the smallest key not yet passed, and the key's position there; every
-/// list's position is moved past that key.
-fn newest_next<'a, K: Ord + 'a>(
+/// One step of a walk over sorted key lists (one per run, oldest first; `key(run, at)` is
+/// the key at position `at` of a run's list) in key order: the newest run holding the
+/// smallest key not yet passed, and the key's position there; every list's position is moved
+/// past that key.
+fn newest_next<K: Ord>(
     pos: &mut [usize],
-    list: impl Fn(usize) -> &'a [K],
+    key: impl Fn(usize, usize) -> Option<K>,
 ) -> Option<(usize, usize)> {
-    let mut best: Option<(usize, &K)> = None;
+    let mut best: Option<(usize, K)> = None;
     for (run, at) in pos.iter().enumerate() {
-        if let Some(key) = list(run).get(*at) {
+        if let Some(k) = key(run, *at) {
             // `<=`: among equal keys the later (newer) run wins.
-            if best.is_none_or(|(_, b)| key <= b) {
-                best = Some((run, key));
+            if best.as_ref().is_none_or(|(_, b)| k <= *b) {
+                best = Some((run, k));
             }
         }
     }
-    let (run, key) = best?;
+    let (run, smallest) = best?;
     let found = pos[run];
     for (r, at) in pos.iter_mut().enumerate() {
-        if list(r).get(*at) == Some(key) {
+        if key(r, *at).as_ref() == Some(&smallest) {
             *at += 1;
         }
     }
     Some((run, found))
 }
 
-/// [`newest_next`] as an iterator over borrowed lists.
-struct Newest<'a, K> {
-    lists: Vec<&'a [K]>,
+/// [`newest_next`] as an iterator over `runs` lists.
+struct Newest<F> {
+    key: F,
     pos: Vec<usize>,
 }
 
-impl<'a, K: Ord> Newest<'a, K> {
-    fn new(lists: Vec<&'a [K]>) -> Self {
-        let pos = vec![0; lists.len()];
-        Self { lists, pos }
+impl<K: Ord, F: Fn(usize, usize) -> Option<K>> Newest<F> {
+    fn new(runs: usize, key: F) -> Self {
+        Self {
+            key,
+            pos: vec![0; runs],
+        }
     }
 }
 
-impl<K: Ord> Iterator for Newest<'_, K> {
+impl<K: Ord, F: Fn(usize, usize) -> Option<K>> Iterator for Newest<F> {
     type Item = (usize, usize);
 
     fn next(&mut self) -> Option<(usize, usize)> {
-        let lists = &self.lists;
-        newest_next(&mut self.pos, |r| lists[r])
+        newest_next(&mut self.pos, &self.key)
     }
+}
+
+/// The walk in key order over the host records of `runs` ([`Newest`]).
+fn newest_hosts(runs: &[Arc<Run>]) -> Newest<impl Fn(usize, usize) -> Option<HostKey> + '_> {
+    Newest::new(runs.len(), |r, at| runs[r].hosts.key(at))
+}
+
+/// The walk in name order over the domain scans of `runs` ([`Newest`]).
+fn newest_names<'r>(runs: &'r [Arc<Run>]) -> Newest<impl Fn(usize, usize) -> Option<&'r str>> {
+    Newest::new(runs.len(), |r, at| runs[r].names.get(at).map(|n| &**n))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -817,27 +917,13 @@ impl Cursors {
     /// [`Version::newest_host`] for a key not below any key asked before.
     fn newest_host<'r>(&mut self, runs: &'r [Arc<Run>], key: HostKey) -> Option<(&'r Run, Loc)> {
         for (run, at) in runs.iter().zip(self.at.iter_mut()).rev() {
-            *at = gallop(&run.host_keys, *at, &key);
-            if run.host_keys.get(*at) == Some(&key) {
-                return Some((run, run.host_locs[*at]));
+            *at = run.hosts.gallop(*at, key);
+            if run.hosts.key(*at) == Some(key) {
+                return Some((run, run.hosts.loc(*at)));
             }
         }
         None
     }
-}
-
-/// The first position at or after `from` whose key is not below `key`, in sorted `keys`
-/// (`keys.len()` when there is none): steps of 1, 2, 4, … from `from`, then a binary search
-/// in the last step.
-fn gallop<K: Ord>(keys: &[K], from: usize, key: &K) -> usize {
-    let rest = keys.get(from..).unwrap_or_default();
-    let (mut low, mut step) = (0, 1);
-    while step <= rest.len() && rest[step - 1] < *key {
-        low = step;
-        step *= 2;
-    }
-    let high = step.min(rest.len());
-    from + low + rest[low..high].partition_point(|k| k < key)
 }
 
 /// One state of the store: the runs (oldest first) and the generation.
@@ -1388,8 +1474,8 @@ impl DurableStore {
     /// Record counts and the size of the store's files.
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
         let runs = &self.current.runs;
-        let hosts = Newest::new(runs.iter().map(|r| r.host_keys.as_slice()).collect()).count();
-        let domain_scans = Newest::new(runs.iter().map(|r| r.names.as_slice()).collect()).count();
+        let hosts = newest_hosts(runs).count();
+        let domain_scans = newest_names(runs).count();
         let manifest_path = self.dir.join(MANIFEST_FILE);
         let manifest = fs::metadata(&manifest_path)
             .map_err(io_failed(
@@ -1423,13 +1509,13 @@ fn merge_into(dir: &Path, id: u64, runs: &[Arc<Run>], tier: u32) -> Result<Run, 
     let result = (|| {
         let mut out = RunWriter::create(dir, id)?;
         let mut windows: Vec<Window> = runs.iter().map(|_| Window::new()).collect();
-        let lists = runs.iter().map(|r| r.host_keys.as_slice()).collect();
-        for (r, at) in Newest::new(lists) {
-            let bytes = windows[r].get(&runs[r], runs[r].host_locs[at])?;
-            out.host(runs[r].host_keys[at], bytes)?;
+        for (r, at) in newest_hosts(runs) {
+            let hosts = &runs[r].hosts;
+            let bytes = windows[r].get(&runs[r], hosts.loc(at))?;
+            let key = hosts.key(at).expect("the walk yields positions of the run");
+            out.host(key, bytes)?;
         }
-        let lists = runs.iter().map(|r| r.names.as_slice()).collect();
-        for (r, at) in Newest::new(lists) {
+        for (r, at) in newest_names(runs) {
             let bytes = windows[r].get(&runs[r], runs[r].name_locs[at])?;
             out.name(&runs[r].names[at], bytes)?;
         }
@@ -1649,7 +1735,7 @@ impl StoreSnapshot {
         let runs = &self.version.runs;
         let mut windows: Vec<Window> = runs.iter().map(|_| Window::new()).collect();
         let mut scans = DomainScans::default();
-        for (r, at) in Newest::new(runs.iter().map(|r| r.names.as_slice()).collect()) {
+        for (r, at) in newest_names(runs) {
             let bytes = windows[r].get(&runs[r], runs[r].name_locs[at])?;
             let scan = decode_stored_scan(&runs[r].names[at], bytes)?;
             scans.by_name.insert(scan.name.clone(), scan);
@@ -1676,12 +1762,12 @@ impl Iterator for Hosts {
 
     fn next(&mut self) -> Option<Self::Item> {
         let runs = &self.version.runs;
-        let (r, at) = newest_next(&mut self.pos, |r| runs[r].host_keys.as_slice())?;
+        let (r, at) = newest_next(&mut self.pos, |r, at| runs[r].hosts.key(at))?;
         let run = &runs[r];
-        let key = run.host_keys[at];
+        let key = run.hosts.key(at)?;
         Some(
             self.windows[r]
-                .get(run, run.host_locs[at])
+                .get(run, run.hosts.loc(at))
                 .and_then(|bytes| decode_stored_host(key, bytes)),
         )
     }
@@ -1723,8 +1809,11 @@ fn decode_stored_scan(name: &str, bytes: &[u8]) -> Result<DomainScan, StoreError
 
 #[cfg(test)]
 mod tests {
-    use super::gallop;
+    use super::{HostIndex, HostKey, Loc};
+    use crate::order_keys::gallop;
     use periscope_model::observation::Observation;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
 
     /// `apply_batch_drain` turns the batch's vector into one of `Option<Observation>` and
     /// back in place, which keeps the allocation only when the two are of one size.
@@ -1737,16 +1826,82 @@ mod tests {
         );
     }
 
-    /// Galloping from any start finds what a search of the rest finds.
-    #[test]
-    fn gallop_finds_the_partition_point_from_any_start() {
-        let keys: Vec<u32> = (0..300).map(|i| i * 8 + (i % 7)).collect();
-        for from in [0, 1, 2, 5, 64, 150, 299, 300] {
-            for key in 0..2500 {
-                let want = from + keys[from..].partition_point(|k| *k < key);
-                assert_eq!(gallop(&keys, from, &key), want, "from {from}, key {key}");
+    /// Keys for a host index: IPv4 and IPv6 mixed, ascending, each record `len` bytes long
+    /// and back to back from offset 8.
+    fn records(keys: &BTreeSet<u128>, lens: &[u32]) -> Vec<(HostKey, Loc)> {
+        let mut at = 8;
+        keys.iter()
+            .zip(lens.iter().cycle())
+            .map(|(key, len)| {
+                let loc = Loc { at, len: *len };
+                at += u64::from(*len);
+                (HostKey(key.to_be_bytes()), loc)
+            })
+            .collect()
+    }
+
+    fn order_keys() -> impl Strategy<Value = BTreeSet<u128>> {
+        let key = prop_oneof![
+            (0u128..=u128::from(u32::MAX)),
+            (1u128 << 32..=(1 << 32) + 300),
+            any::<u128>().prop_map(|k| k.max(1 << 32)),
+            (0u128..300),
+        ];
+        prop::collection::btree_set(key, 0..200)
+    }
+
+    proptest! {
+        /// The compact index answers as the list of keys and locations it was built from:
+        /// every key and location by position, every lookup, every gallop from every start.
+        #[test]
+        fn a_host_index_answers_as_its_list(
+            keys in order_keys(),
+            lens in prop::collection::vec(0u32..5000, 1..20),
+            probes in prop::collection::vec(any::<u128>(), 0..40),
+        ) {
+            let list = records(&keys, &lens);
+            let mut index = HostIndex::default();
+            for (key, loc) in &list {
+                index.push(*key, *loc).map_err(TestCaseError::fail)?;
+            }
+            prop_assert_eq!(index.len(), list.len());
+            prop_assert_eq!(index.key(list.len()), None);
+            for (at, (key, loc)) in list.iter().enumerate() {
+                prop_assert_eq!(index.key(at), Some(*key));
+                prop_assert_eq!((index.loc(at).at, index.loc(at).len), (loc.at, loc.len));
+                prop_assert_eq!(index.find(*key), Some(at));
+            }
+            let keys: Vec<HostKey> = list.iter().map(|(k, _)| *k).collect();
+            let probes = probes.into_iter().chain([0, 1 << 32, u128::from(u32::MAX)]);
+            for probe in probes.map(|p| HostKey(p.to_be_bytes())) {
+                prop_assert_eq!(index.find(probe), keys.binary_search(&probe).ok());
+                for from in 0..=keys.len() {
+                    prop_assert_eq!(index.gallop(from, probe), gallop(&keys, from, &probe));
+                }
             }
         }
-        assert_eq!(gallop::<u32>(&[], 0, &5), 0);
+    }
+
+    /// A host index refuses keys out of order and records that are not back to back, saying
+    /// which.
+    #[test]
+    fn a_host_index_refuses_what_a_run_never_holds() {
+        let key = |k: u128| HostKey(k.to_be_bytes());
+        let mut index = HostIndex::default();
+        index
+            .push(key(5), Loc { at: 8, len: 10 })
+            .expect("the first record");
+        let twice = index.push(key(5), Loc { at: 18, len: 1 });
+        assert!(twice.is_err_and(|e| e.contains("out of order")));
+        let gap = index.push(key(1 << 40), Loc { at: 19, len: 1 });
+        assert!(
+            gap.is_err_and(|e| e.contains("starts at 19, not where the previous one ends (18)"))
+        );
+        index
+            .push(key(1 << 40), Loc { at: 18, len: 3 })
+            .expect("the next record");
+        let v4_after_v6 = index.push(key(7), Loc { at: 21, len: 1 });
+        assert!(v4_after_v6.is_err_and(|e| e.contains("out of order")));
+        assert_eq!(index.len(), 2);
     }
 }

@@ -1,7 +1,7 @@
 //! The embedded engine: [`EmbeddedIndex`] answers every [`ScanIndex`] question with set
 //! arithmetic over roaring bitmaps, built once from a snapshot of the host records.
 //!
-//! - Hosts get ordinals `0..n` in host order (a sorted `Vec<u128>` of order keys: exact IP,
+//! - Hosts get ordinals `0..n` in host order (sorted order keys, IPv4 ones as 4 bytes: exact IP,
 //!   CIDR ranges and `after` are binary searches); services get ordinals `0..m` in host
 //!   order, then port and protocol, with a service → host map and each host's service range.
 //! - `postings`: per value, the bitmap of services (port, protocol, product words, CPE, CVE,
@@ -80,6 +80,7 @@ use crate::api::{
     SearchRequest,
 };
 use crate::durable::{DurableStore, HostKey, StoreError, StoreSnapshot};
+use crate::order_keys::{OrderKeys, OutOfOrder};
 use crate::reference::exposure::micro_degrees;
 use crate::reference::matching::{
     Hit, HostView, asn_matches, domain_matches, organization_matches,
@@ -146,7 +147,7 @@ pub struct EmbeddedIndex {
     /// The store generation the index was built from (0 when built from an iterator).
     generation: u64,
     /// Host ordinal → host-order key, ascending.
-    keys: Vec<u128>,
+    keys: OrderKeys,
     /// Where the records shown are read from.
     records: Records,
     /// Host ordinal → first service ordinal; one more entry closes the last range.
@@ -248,7 +249,7 @@ impl EmbeddedIndex {
             config,
             built_at: now,
             generation: 0,
-            keys: Vec::new(),
+            keys: OrderKeys::default(),
             records: Records::Memory(Vec::new()),
             service_start: vec![0],
             service_host: Vec::new(),
@@ -295,7 +296,10 @@ impl EmbeddedIndex {
                 (micro_degrees(p.latitude), micro_degrees(p.longitude))
             }));
             index.countries.push(facets::country_id(country));
-            index.keys.push(key);
+            index
+                .keys
+                .push(key)
+                .map_err(|OutOfOrder| BuildError::OutOfOrder { ip: rec.ip })?;
             if keep_records && let Records::Memory(records) = &mut index.records {
                 records.push(rec);
             }
@@ -333,7 +337,7 @@ impl EmbeddedIndex {
 
     /// Sizes of the index.
     pub fn stats(&self) -> EngineStats {
-        let ordinals = self.keys.len() * 16
+        let ordinals = self.keys.heap_bytes()
             + (self.service_start.len() + self.service_host.len()) * 4
             + self.countries.len() * 2
             + self.positions.len() * size_of::<(i32, i32)>();
@@ -366,14 +370,14 @@ impl EmbeddedIndex {
     /// The ordinal of the host at host-order key `key`.
     fn ordinal_of(&self, key: u128) -> Option<u32> {
         self.keys
-            .binary_search(&key)
+            .binary_search(key)
             .ok()
             .and_then(|i| u32::try_from(i).ok())
     }
 
     /// The first ordinal whose key is at least `key`.
     fn ordinal_from(&self, key: u128) -> u32 {
-        u32::try_from(self.keys.partition_point(|k| *k < key)).unwrap_or(u32::MAX)
+        u32::try_from(self.keys.below(key)).unwrap_or(u32::MAX)
     }
 
     /// The services of host `h`, as a range of service ordinals.

@@ -35,6 +35,7 @@ pub use periscope_scan::{api, codec, store};
 pub mod durable;
 pub mod engine;
 pub mod live;
+mod order_keys;
 pub mod reference;
 
 pub use periscope_scan::api::{

@@ -71,11 +71,7 @@ impl Part<'_> {
     }
 
     fn key(&self, h: u32) -> u128 {
-        self.index
-            .keys
-            .get(h as usize)
-            .copied()
-            .unwrap_or(u128::MAX)
+        self.index.keys.get(h as usize).unwrap_or(u128::MAX)
     }
 }
 
@@ -351,7 +347,7 @@ impl LayeredIndex {
         let expiring: Vec<u128> = base
             .expiring(now)
             .iter()
-            .filter_map(|h| base.keys.get(h as usize).copied())
+            .filter_map(|h| base.keys.get(h as usize))
             .collect();
         let addresses = union(keys, &expiring);
         if addresses.is_empty() && names.is_empty() {

@@ -43,6 +43,7 @@ use roaring::RoaringBitmap;
 use super::scans::ScanRecords;
 use super::{EmbeddedIndex, Records};
 use crate::durable::StoreSnapshot;
+use crate::order_keys::{OrderKeys, OutOfOrder};
 use crate::store::IndexConfig;
 
 const MAGIC: &[u8; 8] = b"PSCPIDX\0";
@@ -213,12 +214,16 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
     /// A column of `u128`s.
-    pub fn u128s(&mut self, values: &[u128]) -> io::Result<()> {
-        for chunk in values.chunks(1 << 12) {
-            let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();
-            self.write_all(&bytes)?;
+    pub fn u128s(&mut self, values: impl IntoIterator<Item = u128>) -> io::Result<()> {
+        let mut bytes = Vec::with_capacity(16 << 12);
+        for v in values {
+            bytes.extend_from_slice(&v.to_le_bytes());
+            if bytes.len() == bytes.capacity() {
+                self.write_all(&bytes)?;
+                bytes.clear();
+            }
         }
-        Ok(())
+        self.write_all(&bytes)
     }
     pub fn bitmaps<'a>(
         &mut self,
@@ -327,6 +332,18 @@ impl<R: Read> Reader<R> {
         one: impl Fn([u8; N]) -> T,
     ) -> Result<Vec<T>, LoadError> {
         let mut out = Vec::with_capacity(n);
+        self.each(n, |a| {
+            out.push(one(a));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+    /// `n` values of `N` bytes each, given to `one` in order, read a block at a time.
+    fn each<const N: usize>(
+        &mut self,
+        n: usize,
+        mut one: impl FnMut([u8; N]) -> Result<(), LoadError>,
+    ) -> Result<(), LoadError> {
         let mut buf = vec![0u8; N * 8192];
         let mut left = n;
         while left > 0 {
@@ -336,14 +353,14 @@ impl<R: Read> Reader<R> {
                 io::ErrorKind::UnexpectedEof => corrupt("the file ends early"),
                 _ => LoadError::Io(e),
             })?;
-            out.extend(bytes.chunks_exact(N).map(|c| {
+            for c in bytes.chunks_exact(N) {
                 let mut a = [0u8; N];
                 a.copy_from_slice(c);
-                one(a)
-            }));
+                one(a)?;
+            }
             left -= take;
         }
-        Ok(out)
+        Ok(())
     }
     /// `n` `u32`s.
     pub fn u32s(&mut self, n: usize) -> Result<Vec<u32>, LoadError> {
@@ -353,9 +370,15 @@ impl<R: Read> Reader<R> {
     pub fn u16s(&mut self, n: usize) -> Result<Vec<u16>, LoadError> {
         self.column(n, u16::from_le_bytes)
     }
-    /// `n` `u128`s.
-    pub fn u128s(&mut self, n: usize) -> Result<Vec<u128>, LoadError> {
-        self.column(n, u128::from_le_bytes)
+    /// `n` strictly ascending host order keys, as `u128`s.
+    pub fn order_keys(&mut self, n: usize) -> Result<OrderKeys, LoadError> {
+        let mut keys = OrderKeys::with_v4_capacity(n);
+        self.each(n, |a| {
+            keys.push(u128::from_le_bytes(a))
+                .map_err(|OutOfOrder| corrupt("host keys out of order"))
+        })?;
+        keys.shrink_to_fit();
+        Ok(keys)
     }
     pub fn bitmaps(&mut self, what: &str) -> Result<Vec<RoaringBitmap>, LoadError> {
         let n = self.len(what)?;
@@ -422,7 +445,7 @@ impl EmbeddedIndex {
         w.i64(self.config.retention_secs)?;
         w.u64(self.config.max_host_only_results)?;
         w.len(self.keys.len())?;
-        w.u128s(&self.keys)?;
+        w.u128s(self.keys.iter())?;
         w.len(self.service_host.len())?;
         w.u32s(&self.service_start)?;
         w.u32s(&self.service_host)?;
@@ -497,10 +520,7 @@ impl EmbeddedIndex {
             )));
         }
         let hosts = r.len("hosts")?;
-        let keys = r.u128s(hosts)?;
-        if keys.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(corrupt("host keys out of order"));
-        }
+        let keys = r.order_keys(hosts)?;
         let services = r.len("services")?;
         let service_start = r.u32s(hosts + 1)?;
         let service_host = r.u32s(services)?;
