@@ -1771,6 +1771,15 @@ impl Iterator for Hosts {
                 .and_then(|bytes| decode_stored_host(key, bytes)),
         )
     }
+
+    /// Passes `n` records without reading them (`step_by` samples with it).
+    fn nth(&mut self, n: usize) -> Option<Self::Item> {
+        let runs = &self.version.runs;
+        for _ in 0..n {
+            newest_next(&mut self.pos, |r, at| runs[r].hosts.key(at))?;
+        }
+        self.next()
+    }
 }
 
 /// Decodes the record stored under `key`, which must be the record of that address.

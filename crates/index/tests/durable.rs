@@ -287,6 +287,18 @@ fn many_batches_merge_runs_and_keep_every_record() {
     let stats = store.stats().unwrap();
     assert_eq!(stats.hosts, expected.hosts.len() as u64);
     assert_eq!(stats.domain_scans, expected.scans.by_name.len() as u64);
+    // Every k-th record (`step_by` passes the others without reading them), over all runs.
+    assert!(run_files(&dir.store()).len() > 1);
+    for step in [2, 7, 50] {
+        let sampled: Vec<HostRecord> = store
+            .hosts()
+            .unwrap()
+            .step_by(step)
+            .map(Result::unwrap)
+            .collect();
+        let want: Vec<HostRecord> = expected.hosts.iter().step_by(step).cloned().collect();
+        assert_eq!(sampled, want, "every {step}th record");
+    }
     // Everything again (all superseded: nothing written), and a reopened store reads alike.
     for batch in &batches {
         assert_eq!(store.apply_batch(batch).unwrap().hosts_written, 0);
