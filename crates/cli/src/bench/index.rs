@@ -663,7 +663,9 @@ pub(crate) fn open(args: &OpenArgs) -> Result<ExitCode> {
     let opened_kib = status_kib("VmRSS");
     std::thread::sleep(SETTLE);
     let first = query(FIRST_QUESTION)?;
-    let first = first.as_filter().context("the first question is a filter query")?;
+    let first = first
+        .as_filter()
+        .context("the first question is a filter query")?;
     black_box(live.current().facets(first, args.as_of)?);
     let start = Start {
         seconds,
