@@ -120,22 +120,24 @@ pub(crate) fn gallop<K: Ord>(keys: &[K], from: usize, key: &K) -> usize {
     from + low + rest[low..high].partition_point(|k| k < key)
 }
 
+/// Sets of host order keys for property tests: around the IPv4/IPv6 boundary and far from it.
+#[cfg(test)]
+pub(crate) fn key_sets()
+-> impl proptest::strategy::Strategy<Value = std::collections::BTreeSet<u128>> {
+    use proptest::prelude::*;
+    let key = prop_oneof![
+        0u128..=u128::from(u32::MAX),
+        u128::from(u32::MAX) - 3..=(1 << 32) + 300,
+        any::<u128>(),
+        0u128..300,
+    ];
+    prop::collection::btree_set(key, 0..200)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{OrderKeys, OutOfOrder, gallop};
+    use super::{OrderKeys, OutOfOrder, gallop, key_sets};
     use proptest::prelude::*;
-    use std::collections::BTreeSet;
-
-    /// Keys around the IPv4/IPv6 boundary and far from it.
-    fn key_sets() -> impl Strategy<Value = BTreeSet<u128>> {
-        let key = prop_oneof![
-            0u128..=u128::from(u32::MAX),
-            u128::from(u32::MAX) - 3..=(1 << 32) + 300,
-            any::<u128>(),
-            0u128..300,
-        ];
-        prop::collection::btree_set(key, 0..200)
-    }
 
     proptest! {
         /// The compact list answers as the plain sorted list it was built from: every key by
