@@ -150,10 +150,10 @@ pub struct EmbeddedIndex {
     keys: OrderKeys,
     /// Where the records shown are read from.
     records: Records,
-    /// Host ordinal → first service ordinal; one more entry closes the last range.
+    /// Host ordinal → first service ordinal; one more entry closes the last range. A
+    /// service's host is found in it ([`Owners`]: the answers walk services in ascending
+    /// order), so no service → host column is held.
     service_start: Vec<u32>,
-    /// Service ordinal → host ordinal.
-    service_host: Vec<u32>,
     /// Host ordinal → position in micro-degrees (latitude, longitude), what exposure sums
     /// of every match; `(0, 0)` for a host without one (its place id says so).
     positions: Vec<(i32, i32)>,
@@ -170,6 +170,43 @@ pub struct EmbeddedIndex {
     /// retention window reaches as time passes.
     expiry: expiry::Expiry,
     scans: ScanRecords,
+}
+
+/// The hosts of services asked in ascending order (any order answers, an earlier service
+/// starting the search over): the host whose service range holds the service, found from
+/// the last one by galloping through `service_start`, so a walk over many services mostly
+/// compares one start.
+struct Owners<'a> {
+    /// The index's `service_start`.
+    starts: &'a [u32],
+    /// The host found last.
+    host: usize,
+}
+
+impl Owners<'_> {
+    /// The host owning service `s`; `None` past the last service.
+    fn of(&mut self, s: u32) -> Option<u32> {
+        let starts = self.starts;
+        if starts.get(self.host).is_none_or(|first| *first > s) {
+            self.host = 0;
+        }
+        // `starts[low] <= s`; find `high` with `starts[high] > s` (or the end).
+        let (mut low, mut step) = (self.host, 1);
+        let mut high = low + 1;
+        while starts.get(high).is_some_and(|start| *start <= s) {
+            low = high;
+            high = low + step;
+            step *= 2;
+        }
+        let high = high.min(starts.len());
+        let host = low + starts.get(low..high)?.partition_point(|start| *start <= s) - 1;
+        // The last entry closes the last host's range: a service at or past it has none.
+        if host + 1 >= starts.len() {
+            return None;
+        }
+        self.host = host;
+        u32::try_from(host).ok()
+    }
 }
 
 /// Where an index reads the records it shows.
@@ -252,7 +289,6 @@ impl EmbeddedIndex {
             keys: OrderKeys::default(),
             records: Records::Memory(Vec::new()),
             service_start: vec![0],
-            service_host: Vec::new(),
             positions: Vec::new(),
             countries: Vec::new(),
             services: ServicePostings::default(),
@@ -275,14 +311,12 @@ impl EmbeddedIndex {
                 continue;
             }
             let host = u32::try_from(index.keys.len()).map_err(|_| BuildError::TooLarge)?;
-            for s in rec.services.values() {
-                let service =
-                    u32::try_from(index.service_host.len()).map_err(|_| BuildError::TooLarge)?;
-                index.services.add(service, s);
-                index.service_host.push(host);
-            }
-            let end = u32::try_from(index.service_host.len()).map_err(|_| BuildError::TooLarge)?;
             let start = index.service_start.last().copied().unwrap_or(0);
+            let mut end = start;
+            for s in rec.services.values() {
+                index.services.add(end, s);
+                end = end.checked_add(1).ok_or(BuildError::TooLarge)?;
+            }
             index.services.add_host(start..end);
             index.service_start.push(end);
             let oldest = rec.services.values().map(|s| s.observed_at.unix()).min();
@@ -316,7 +350,6 @@ impl EmbeddedIndex {
         self.place_ids.finish();
         self.keys.shrink_to_fit();
         self.service_start.shrink_to_fit();
-        self.service_host.shrink_to_fit();
         self.positions.shrink_to_fit();
         self.countries.shrink_to_fit();
         if let Records::Memory(records) = &mut self.records {
@@ -338,7 +371,7 @@ impl EmbeddedIndex {
     /// Sizes of the index.
     pub fn stats(&self) -> EngineStats {
         let ordinals = self.keys.heap_bytes()
-            + (self.service_start.len() + self.service_host.len()) * 4
+            + self.service_start.len() * 4
             + self.countries.len() * 2
             + self.positions.len() * size_of::<(i32, i32)>();
         let bytes = ordinals
@@ -349,7 +382,7 @@ impl EmbeddedIndex {
             + self.expiry.heap_bytes();
         EngineStats {
             hosts: self.keys.len() as u64,
-            services: self.service_host.len() as u64,
+            services: u64::from(self.service_count()),
             index_bytes: bytes as u64,
         }
     }
@@ -378,6 +411,19 @@ impl EmbeddedIndex {
     /// The first ordinal whose key is at least `key`.
     fn ordinal_from(&self, key: u128) -> u32 {
         u32::try_from(self.keys.below(key)).unwrap_or(u32::MAX)
+    }
+
+    /// Services in the index.
+    fn service_count(&self) -> u32 {
+        self.service_start.last().copied().unwrap_or(0)
+    }
+
+    /// A lookup of the hosts of services asked in ascending order.
+    fn owners(&self) -> Owners<'_> {
+        Owners {
+            starts: &self.service_start,
+            host: 0,
+        }
     }
 
     /// The services of host `h`, as a range of service ordinals.
@@ -419,9 +465,10 @@ impl EmbeddedIndex {
     /// The hosts owning the given services.
     fn hosts_of(&self, services: &RoaringBitmap) -> RoaringBitmap {
         let mut hosts = Vec::new();
+        let mut owners = self.owners();
         let mut it = services.iter();
         while let Some(s) = it.next() {
-            let Some(h) = self.service_host.get(s as usize).copied() else {
+            let Some(h) = owners.of(s) else {
                 break;
             };
             hosts.push(h);
@@ -505,13 +552,11 @@ impl EmbeddedIndex {
             let candidates = services & repeats;
             // Each candidate costs a few lookups, each service of a pass one step.
             if candidates.len() <= services.len() / 16 + 64 {
+                let mut owners = self.owners();
                 let repeated = candidates
                     .iter()
                     .filter(|s| {
-                        let first = self
-                            .service_host
-                            .get(*s as usize)
-                            .map_or(*s, |h| self.service_range(*h).start);
+                        let first = owners.of(*s).map_or(*s, |h| self.service_range(h).start);
                         (first..*s).any(|t| services.contains(t))
                     })
                     .count();
@@ -520,8 +565,9 @@ impl EmbeddedIndex {
         }
         let mut last = u32::MAX;
         let mut hosts = 0;
+        let mut owners = self.owners();
         for s in services {
-            let Some(h) = self.service_host.get(s as usize).copied() else {
+            let Some(h) = owners.of(s) else {
                 break;
             };
             hosts += u64::from(h != last);
@@ -626,8 +672,9 @@ impl EmbeddedIndex {
         };
         let mut current = u32::MAX;
         let mut keep = false;
+        let mut owners = self.owners();
         for s in services {
-            let Some(h) = self.service_host.get(s as usize).copied() else {
+            let Some(h) = owners.of(s) else {
                 break;
             };
             if h != current {
@@ -861,8 +908,9 @@ impl EmbeddedIndex {
             .unwrap_or(u32::MAX);
         let mut page = Vec::with_capacity(limit + 1);
         let mut it = services.range(first..);
+        let mut owners = self.owners();
         while let Some(s) = it.next() {
-            let Some(h) = self.service_host.get(s as usize).copied() else {
+            let Some(h) = owners.of(s) else {
                 break;
             };
             if hosts.is_none_or(|set| set.contains(h)) && shadow.is_none_or(|set| !set.contains(h))
@@ -940,4 +988,36 @@ fn with_causes(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Owners;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Each service's host is the one whose range holds it, asked in any order (mostly
+        /// ascending, as the answers ask), and a service past the last range has none.
+        #[test]
+        fn owners_are_the_hosts_whose_ranges_hold_the_services(
+            sizes in prop::collection::vec(1u32..40, 0..60),
+            asked in prop::collection::vec(0u32..1_500, 0..80),
+            sort in any::<bool>(),
+        ) {
+            let mut starts = vec![0u32];
+            let mut plain = Vec::new();
+            for (host, size) in sizes.iter().enumerate() {
+                plain.extend((0..*size).map(|_| host as u32));
+                starts.push(starts[host] + size);
+            }
+            let mut asked = asked;
+            if sort {
+                asked.sort_unstable();
+            }
+            let mut owners = Owners { starts: &starts, host: 0 };
+            for s in asked {
+                prop_assert_eq!(owners.of(s), plain.get(s as usize).copied(), "service {}", s);
+            }
+        }
+    }
 }

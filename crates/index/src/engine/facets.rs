@@ -369,11 +369,12 @@ impl By<'_> {
     fn twice(&self, twice: &RoaringBitmap, candidates: &mut BTreeSet<Value>) -> Vec<u32> {
         let (index, field, services) = (self.index, self.field, self.services);
         let mut repeated: Vec<u32> = Vec::new();
+        let mut owners = index.owners();
         for s in twice {
-            let Some(h) = index.service_host.get(s as usize) else {
+            let Some(h) = owners.of(s) else {
                 continue;
             };
-            let range = index.service_range(*h);
+            let range = index.service_range(h);
             let value = self.raw(s);
             if value.is_some()
                 && (range.start..s).any(|t| services.contains(t) && self.raw(t) == value)
@@ -429,8 +430,9 @@ impl By<'_> {
         let mut held: Vec<u32> = Vec::with_capacity(8);
         let mut matched = false;
         let mut keep = false;
+        let mut owners = self.index.owners();
         for s in self.services {
-            let Some(h) = self.index.service_host.get(s as usize).copied() else {
+            let Some(h) = owners.of(s) else {
                 break;
             };
             if h != host {

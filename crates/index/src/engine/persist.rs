@@ -266,6 +266,28 @@ impl<R: Read> Read for Reader<R> {
     }
 }
 
+#[cfg(test)]
+impl<W: Write> Writer<W> {
+    /// A writer to `out` (tests of one part's layout).
+    pub fn new(out: W) -> Self {
+        Self {
+            out,
+            sum: Checksum::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+impl<R: Read> Reader<R> {
+    /// A reader of `input` (tests of one part's layout).
+    pub fn new(input: R) -> Self {
+        Self {
+            input,
+            sum: Checksum::new(),
+        }
+    }
+}
+
 /// Upper bound for any count in the file (ordinals are 32-bit).
 const MAX_COUNT: u64 = u32::MAX as u64 + 1;
 
@@ -446,9 +468,19 @@ impl EmbeddedIndex {
         w.u64(self.config.max_host_only_results)?;
         w.len(self.keys.len())?;
         w.u128s(self.keys.iter())?;
-        w.len(self.service_host.len())?;
+        w.len(self.service_count() as usize)?;
         w.u32s(&self.service_start)?;
-        w.u32s(&self.service_host)?;
+        // Each service's host (the index finds it in the ranges; the file keeps format 6).
+        let mut owners = Vec::with_capacity(1 << 14);
+        for (host, range) in self.service_start.windows(2).enumerate() {
+            // The hosts are numbered with `u32`.
+            owners.extend((range[0]..range[1]).map(|_| host as u32));
+            if owners.len() >= 1 << 14 {
+                w.u32s(&owners)?;
+                owners.clear();
+            }
+        }
+        w.u32s(&owners)?;
         let positions: Vec<u32> = self
             .positions
             .iter()
@@ -523,18 +555,36 @@ impl EmbeddedIndex {
         let keys = r.order_keys(hosts)?;
         let services = r.len("services")?;
         let service_start = r.u32s(hosts + 1)?;
-        let service_host = r.u32s(services)?;
         let ranges_ok = service_start.first() == Some(&0)
             && service_start.last().map(|l| *l as usize) == Some(services)
             && service_start.windows(2).all(|w| w[0] < w[1]);
-        if !ranges_ok || service_host.iter().any(|h| *h as usize >= hosts) {
+        if !ranges_ok {
             return Err(corrupt("service ranges do not fit the hosts"));
         }
-        let positions = r.u32s(hosts * 2)?;
-        let positions: Vec<(i32, i32)> = positions
-            .chunks_exact(2)
-            .map(|p| (p[0].cast_signed(), p[1].cast_signed()))
-            .collect();
+        // The file keeps each service's host; the index finds it in the ranges, which must
+        // say the same.
+        let (mut host, mut service) = (0u32, 0u32);
+        r.each(services, |owner: [u8; 4]| {
+            while service_start
+                .get(host as usize + 1)
+                .is_some_and(|end| *end <= service)
+            {
+                host += 1;
+            }
+            service += 1;
+            if u32::from_le_bytes(owner) == host {
+                Ok(())
+            } else {
+                Err(corrupt("a service's host is not the one its range says"))
+            }
+        })?;
+        let positions = r.column(hosts, |p: [u8; 8]| {
+            let [a, b, c, d, e, f, g, h] = p;
+            (
+                i32::from_le_bytes([a, b, c, d]),
+                i32::from_le_bytes([e, f, g, h]),
+            )
+        })?;
         const DEGREES_180: i32 = 180_000_000;
         if positions
             .iter()
@@ -570,7 +620,6 @@ impl EmbeddedIndex {
             keys,
             records: Records::Store(Box::new(snapshot)),
             service_start,
-            service_host,
             countries,
             positions,
             services: service_postings,

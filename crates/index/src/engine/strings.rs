@@ -5,9 +5,12 @@
 //!
 //! Built in a hash map (`insert`), then *frozen* ([`StrPostings::freeze`]): the keys sorted
 //! and concatenated into one buffer with their end offsets, and per key either its only
-//! ordinal (most keys) or the index of a bitmap among the few keys with several. A lookup is
-//! a binary search over the keys. The index file holds the frozen form as it is in memory
-//! (one read per array).
+//! ordinal (most keys) or the number of its *shared set* among the keys with several. A
+//! shared set of at most [`SMALL_SET`] ordinals (most of them: a certificate name on a few
+//! services, a product word of a rare product) is a slice of one ordinal pool, 4 bytes an
+//! ordinal; a bitmap for a set that small cost about 90 bytes in three allocations. Larger
+//! sets are bitmaps. A lookup is a binary search over the keys. The index file holds every
+//! shared set as a bitmap (the layout of format 6); loading moves the small ones to the pool.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -26,12 +29,56 @@ pub(super) struct StrPostings {
     text: Box<str>,
     /// Key `i` is `text[ends[i - 1]..ends[i]]` (`ends[-1]` = 0).
     ends: Box<[u32]>,
-    /// Per key: its only ordinal, or (when `shared` holds the key) an index into `bitmaps`.
+    /// Per key: its only ordinal, or (when `shared` holds the key) its shared set's number.
     values: Box<[u32]>,
-    /// The keys with more than one ordinal.
+    /// The keys with more than one ordinal; shared set `j` is that of the `j`-th of them.
     shared: RoaringBitmap,
-    /// The ordinals of the keys in `shared`, in key order.
-    bitmaps: Box<[RoaringBitmap]>,
+    /// Shared set `j` is `pool[starts[j]..starts[j + 1]]` (ascending) when that range is not
+    /// empty, else the bitmap of `big` at its rank among the sets in `big_sets`.
+    starts: Box<[u32]>,
+    pool: Box<[u32]>,
+    /// The shared sets of more than [`SMALL_SET`] ordinals, by number.
+    big_sets: RoaringBitmap,
+    big: Box<[RoaringBitmap]>,
+}
+
+/// The largest shared set held in the pool rather than as a bitmap.
+const SMALL_SET: u64 = 32;
+
+/// The shared sets of a [`StrPostings`] as it is being frozen or read.
+#[derive(Default)]
+struct SharedSets {
+    starts: Vec<u32>,
+    pool: Vec<u32>,
+    big_sets: RoaringBitmap,
+    big: Vec<RoaringBitmap>,
+}
+
+impl SharedSets {
+    /// Adds the next shared set; fails when the pool would pass 4 Gi ordinals.
+    fn push(&mut self, ordinals: RoaringBitmap) -> Result<(), TooLong> {
+        let number = u32::try_from(self.starts.len()).map_err(|_| TooLong)?;
+        let start = u32::try_from(self.pool.len()).map_err(|_| TooLong)?;
+        self.starts.push(start);
+        if ordinals.len() <= SMALL_SET {
+            self.pool.extend(&ordinals);
+            u32::try_from(self.pool.len()).map_err(|_| TooLong)?;
+        } else {
+            self.big_sets.insert(number);
+            self.big.push(ordinals);
+        }
+        Ok(())
+    }
+
+    /// The sets, exactly sized, into `set`.
+    fn finish(mut self, set: &mut StrPostings) {
+        // Bounded by `push`.
+        self.starts.push(self.pool.len() as u32);
+        set.starts = self.starts.into_boxed_slice();
+        set.pool = self.pool.into_boxed_slice();
+        set.big_sets = self.big_sets;
+        set.big = self.big.into_boxed_slice();
+    }
 }
 
 impl StrPostings {
@@ -65,7 +112,7 @@ impl StrPostings {
         let mut ends = Vec::with_capacity(entries.len());
         let mut values = Vec::with_capacity(entries.len());
         let mut shared = RoaringBitmap::new();
-        let mut bitmaps = Vec::new();
+        let mut sets = SharedSets::default();
         for (i, (key, ordinals)) in entries.into_iter().enumerate() {
             text.push_str(&key);
             // Both bounded above.
@@ -76,15 +123,15 @@ impl StrPostings {
                 values.push(only);
             } else {
                 shared.insert(i as u32);
-                values.push(bitmaps.len() as u32);
-                bitmaps.push(ordinals);
+                values.push(sets.starts.len() as u32);
+                sets.push(ordinals)?;
             }
         }
         self.text = text.into_boxed_str();
         self.ends = ends.into_boxed_slice();
         self.values = values.into_boxed_slice();
         self.shared = shared;
-        self.bitmaps = bitmaps.into_boxed_slice();
+        sets.finish(self);
         Ok(())
     }
 
@@ -112,14 +159,34 @@ impl StrPostings {
             return Cow::Owned(RoaringBitmap::new());
         };
         if self.shared.contains(i as u32) {
-            return self
-                .bitmaps
-                .get(value as usize)
-                .map_or_else(|| Cow::Owned(RoaringBitmap::new()), Cow::Borrowed);
+            return self.shared_set(value);
         }
         let mut one = RoaringBitmap::new();
         one.insert(value);
         Cow::Owned(one)
+    }
+
+    /// Shared set `j` (empty when there is none).
+    fn shared_set(&self, j: u32) -> Cow<'_, RoaringBitmap> {
+        let j = j as usize;
+        if let (Some(start), Some(end)) = (self.starts.get(j), self.starts.get(j + 1))
+            && start < end
+        {
+            let ordinals = self.pool.get(*start as usize..*end as usize).unwrap_or(&[]);
+            return Cow::Owned(
+                RoaringBitmap::from_sorted_iter(ordinals.iter().copied()).unwrap_or_default(),
+            );
+        }
+        let big = (self.big_sets.rank(j as u32) as usize).checked_sub(1);
+        match big.and_then(|b| self.big.get(b)) {
+            Some(b) if self.big_sets.contains(j as u32) => Cow::Borrowed(b),
+            _ => Cow::Owned(RoaringBitmap::new()),
+        }
+    }
+
+    /// Every shared set, in order.
+    fn shared_sets(&self) -> impl ExactSizeIterator<Item = Cow<'_, RoaringBitmap>> {
+        (0..self.starts.len().saturating_sub(1)).map(|j| self.shared_set(j as u32))
     }
 
     /// The ordinals under `key` (empty when none; a frozen set only).
@@ -147,8 +214,10 @@ impl StrPostings {
         self.text.len()
             + self.ends.len() * 8
             + self.shared.serialized_size()
+            + (self.starts.len() + self.pool.len()) * 4
+            + self.big_sets.serialized_size()
             + self
-                .bitmaps
+                .big
                 .iter()
                 .map(|b| b.serialized_size() + 24)
                 .sum::<usize>()
@@ -163,7 +232,12 @@ impl StrPostings {
         w.u32s(&self.ends)?;
         w.u32s(&self.values)?;
         w.bitmap(&self.shared)?;
-        w.bitmaps(self.bitmaps.iter())
+        let sets = self.shared_sets();
+        w.len(sets.len())?;
+        for set in sets {
+            w.bitmap(&set)?;
+        }
+        Ok(())
     }
 
     /// Reads what [`Self::write`] wrote, every ordinal below `limit`.
@@ -179,15 +253,25 @@ impl StrPostings {
         let ends = r.u32s(n)?;
         let values = r.u32s(n)?;
         let shared = r.bitmap(what)?;
-        let bitmaps = r.bitmaps(what)?;
-        let set = Self {
+        let count = r.len(what)?;
+        let mut sets = SharedSets::default();
+        for _ in 0..count {
+            let ordinals = r.bitmap(what)?;
+            if ordinals.len() < 2 || ordinals.max().is_some_and(|m| m as usize >= limit) {
+                return Err(bad("an ordinal beyond the index"));
+            }
+            sets.push(ordinals)
+                .map_err(|TooLong| bad("too many shared ordinals"))?;
+        }
+        let mut set = Self {
             building: HashMap::new(),
             text: text.into_boxed_str(),
             ends: ends.into_boxed_slice(),
             values: values.into_boxed_slice(),
             shared,
-            bitmaps: bitmaps.into_boxed_slice(),
+            ..Self::default()
         };
+        sets.finish(&mut set);
         set.check(limit).map_err(bad)?;
         Ok(set)
     }
@@ -212,7 +296,7 @@ impl StrPostings {
             .shared
             .max()
             .is_some_and(|m| m as usize >= self.ends.len())
-            || self.shared.len() != self.bitmaps.len() as u64
+            || self.shared.len() + 1 != self.starts.len() as u64
         {
             return Err("shared keys");
         }
@@ -226,13 +310,6 @@ impl StrPostings {
             } else if *v as usize >= limit {
                 return Err("an ordinal beyond the index");
             }
-        }
-        if self
-            .bitmaps
-            .iter()
-            .any(|b| b.len() < 2 || b.max().is_some_and(|m| m as usize >= limit))
-        {
-            return Err("an ordinal beyond the index");
         }
         Ok(())
     }
@@ -257,19 +334,47 @@ mod tests {
             set.insert(&key, ordinal);
             map.entry(key).or_default().insert(ordinal);
         }
+        // Shared sets on both sides of the pool's limit, and one spanning containers.
+        let sizes = [SMALL_SET - 1, SMALL_SET, SMALL_SET + 1, 5_000];
+        for (i, size) in sizes.into_iter().enumerate() {
+            let key = format!("big{i}");
+            for ordinal in (0..size as u32).map(|o| o * 37 + i as u32) {
+                set.insert(&key, ordinal);
+                map.entry(key.clone()).or_default().insert(ordinal);
+            }
+        }
         set.freeze().expect("small");
         assert_eq!(set.len(), map.len());
+        assert_eq!(
+            set.big.len(),
+            2,
+            "the sets above the pool's limit are bitmaps"
+        );
         for (key, ordinals) in &map {
             assert_eq!(set.get(key).as_deref(), Some(ordinals), "{key}");
         }
         assert!(set.get("absent").is_none());
         assert!(set.get("").is_none());
+        // Written and read back, it answers the same.
+        let mut bytes = Vec::new();
+        set.write(&mut Writer::new(&mut bytes)).expect("in memory");
+        let limit = 5_000 * 37 + sizes.len();
+        let read = StrPostings::read(&mut Reader::new(bytes.as_slice()), "test", limit)
+            .expect("what was written");
+        for (key, ordinals) in &map {
+            assert_eq!(read.get(key).as_deref(), Some(ordinals), "{key} read back");
+        }
+        // An ordinal at the limit is refused.
+        let refused = StrPostings::read(&mut Reader::new(bytes.as_slice()), "test", limit - 38);
+        assert!(refused.is_err(), "an ordinal beyond the index was accepted");
         // Freezing again after more inserts keeps everything.
         set.insert("k1.example", 9_999);
         set.insert("new", 10_000);
+        set.insert("big0", 1_000_001);
         set.freeze().expect("small");
         map.entry("k1.example".into()).or_default().insert(9_999);
         map.entry("new".into()).or_default().insert(10_000);
+        map.entry("big0".into()).or_default().insert(1_000_001);
         for (key, ordinals) in &map {
             assert_eq!(set.get(key).as_deref(), Some(ordinals), "{key}");
         }
