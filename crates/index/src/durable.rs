@@ -429,13 +429,19 @@ struct Loc {
 }
 
 /// A run's host index as held in memory. A run's records lie back to back, so where one
-/// ends the next starts: one offset per record, and the keys compact ([`OrderKeys`]). About
-/// 12 bytes per IPv4 record where the file's index has 28 and a list of keys and [`Loc`]s 32.
+/// ends the next starts: one offset per record, its low 32 bits (a record is shorter than
+/// 4 GiB, so the high half grows by at most one from one offset to the next and the few
+/// places where it does are kept apart), and the keys compact ([`OrderKeys`]). About 8 bytes
+/// per IPv4 record where the file's index has 28 and a list of keys and [`Loc`]s 32.
 #[derive(Default)]
 struct HostIndex {
     keys: OrderKeys,
-    /// Where each record starts, then where the last one ends (empty for no records).
-    bounds: Vec<u64>,
+    /// The low 32 bits of where each record starts, then of where the last one ends (empty
+    /// for no records).
+    bounds: Vec<u32>,
+    /// Ascending: from the `i`-th position on, the bounds' high half is `i + 1` (none in a
+    /// run file under 4 GiB).
+    wraps: Vec<usize>,
 }
 
 impl HostIndex {
@@ -444,6 +450,7 @@ impl HostIndex {
         Self {
             keys: OrderKeys::with_v4_capacity(v4),
             bounds: Vec::with_capacity(records + 1),
+            wraps: Vec::new(),
         }
     }
 
@@ -456,9 +463,24 @@ impl HostIndex {
         Some(HostKey(self.keys.get(at)?.to_be_bytes()))
     }
 
+    /// Bound `at` (below `bounds.len()`) whole.
+    fn bound(&self, at: usize) -> u64 {
+        let high = self.wraps.partition_point(|from| *from <= at) as u64;
+        high << 32 | u64::from(self.bounds[at])
+    }
+
+    /// Adds the next bound, at least the last one.
+    fn push_bound(&mut self, bound: u64) {
+        while (self.wraps.len() as u64) < bound >> 32 {
+            self.wraps.push(self.bounds.len());
+        }
+        // The low half.
+        self.bounds.push(bound as u32);
+    }
+
     /// Where the record at position `at` (below [`Self::len`]) is.
     fn loc(&self, at: usize) -> Loc {
-        let (start, end) = (self.bounds[at], self.bounds[at + 1]);
+        let (start, end) = (self.bound(at), self.bound(at + 1));
         Loc {
             at: start,
             // `push` took the length from a `u32`.
@@ -469,8 +491,12 @@ impl HostIndex {
     /// Adds the record of `key` at `loc`, which must follow the last one added, in key order
     /// and in the file; otherwise says what is wrong.
     fn push(&mut self, key: HostKey, loc: Loc) -> Result<(), String> {
-        if let Some(end) = self.bounds.last()
-            && *end != loc.at
+        if let Some(end) = self
+            .bounds
+            .len()
+            .checked_sub(1)
+            .map(|last| self.bound(last))
+            && end != loc.at
         {
             return Err(format!(
                 "the record of {key} starts at {}, not where the previous one ends ({end})",
@@ -481,9 +507,9 @@ impl HostIndex {
             .push(key.order())
             .map_err(|OutOfOrder| format!("its host keys are out of order at {key}"))?;
         if self.bounds.is_empty() {
-            self.bounds.push(loc.at);
+            self.push_bound(loc.at);
         }
-        self.bounds.push(loc.at + u64::from(loc.len));
+        self.push_bound(loc.at + u64::from(loc.len));
         Ok(())
     }
 
@@ -497,6 +523,7 @@ impl HostIndex {
     fn shrink_to_fit(&mut self) {
         self.keys.shrink_to_fit();
         self.bounds.shrink_to_fit();
+        self.wraps.shrink_to_fit();
     }
 
     /// The position of `key`, if the run holds it.
@@ -1858,11 +1885,12 @@ mod tests {
 
     proptest! {
         /// The compact index answers as the list of keys and locations it was built from:
-        /// every key and location by position, every lookup, every gallop from every start.
+        /// every key and location by position, every lookup, every gallop from every start;
+        /// records of up to 4 GiB carry their offsets past one 4 GiB boundary and more.
         #[test]
         fn a_host_index_answers_as_its_list(
             keys in key_sets(),
-            lens in prop::collection::vec(0u32..5000, 1..20),
+            lens in prop::collection::vec(prop_oneof![0u32..5000, (1u32 << 31)..=u32::MAX], 1..20),
             probes in prop::collection::vec(any::<u128>(), 0..40),
         ) {
             let list = records(&keys, &lens);

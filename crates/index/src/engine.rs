@@ -58,6 +58,7 @@
 mod expiry;
 mod exposure;
 mod facets;
+mod ids;
 mod layers;
 mod persist;
 mod postings;

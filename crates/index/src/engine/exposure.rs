@@ -22,6 +22,7 @@ use periscope_model::CountryCode;
 use periscope_model::record::Position;
 use periscope_query::Resolution;
 
+use super::ids::Ids;
 use super::persist::{LoadError, Reader, Writer};
 use super::postings::NONE_U32;
 use crate::api::Exposure;
@@ -34,7 +35,9 @@ const ZOOM: u8 = 8;
 #[derive(Debug, Default)]
 pub(super) struct Places {
     /// Host ordinal → place id, or [`NONE_U32`] for a host without a position.
-    place: Vec<u32>,
+    place: Ids,
+    /// While building: the `place` column (empty once finished or loaded).
+    placing: Vec<u32>,
     /// Place id → zoom-8 tile (`x << 8 | y`) and country.
     places: Vec<(u16, Option<CountryCode>)>,
     /// While building: the id of each place seen (empty once [`Self::finish`]ed or loaded).
@@ -45,7 +48,7 @@ impl Places {
     /// Records the next host.
     pub fn add(&mut self, position: Option<&Position>, country: Option<CountryCode>) {
         let Some(p) = position else {
-            self.place.push(NONE_U32);
+            self.placing.push(NONE_U32);
             return;
         };
         let (x, y) = tile_of(p.latitude, p.longitude, ZOOM);
@@ -56,19 +59,19 @@ impl Places {
         if id == next {
             self.places.push((tile, country));
         }
-        self.place.push(id);
+        self.placing.push(id);
     }
 
     /// Ends the build: drops the lookup of ids and spare capacity.
     pub fn finish(&mut self) {
         self.ids = HashMap::new();
-        self.place.shrink_to_fit();
+        self.place = Ids::new(std::mem::take(&mut self.placing));
         self.places.shrink_to_fit();
     }
 
     /// Approximate bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.place.len() * 4 + self.places.len() * 4
+        self.place.heap_bytes() + self.places.len() * 4
     }
 
     /// Writes the columns (the index file; see `persist`).
@@ -81,7 +84,7 @@ impl Places {
                 None => w.write_all(b"\0\0")?,
             }
         }
-        w.u32s(&self.place)
+        self.place.write(w)
     }
 
     /// Reads what [`Self::write`] wrote, checked against the hosts' countries
@@ -100,11 +103,11 @@ impl Places {
             };
             Ok((tile, country))
         })?;
-        let place = r.u32s(countries.len())?;
+        let place = Ids::read(r, countries.len())?;
         let consistent = place.iter().zip(countries).all(|(id, country)| {
-            *id == NONE_U32
+            id == NONE_U32
                 || places
-                    .get(*id as usize)
+                    .get(id as usize)
                     .is_some_and(|(_, c)| super::facets::country_id(*c) == *country)
         });
         if !consistent {
@@ -117,6 +120,7 @@ impl Places {
         }
         Ok(Self {
             place,
+            placing: Vec::new(),
             places,
             ids: HashMap::new(),
         })
@@ -126,7 +130,7 @@ impl Places {
 impl Places {
     /// What exposure needs of host `h` of this index, for adding it to another's answer.
     pub fn placed(&self, h: u32, key: u128, positions: &[(i32, i32)], services: u64) -> Placed {
-        let id = self.place.get(h as usize).copied().unwrap_or(NONE_U32);
+        let id = self.place.get(h as usize).unwrap_or(NONE_U32);
         let place = match (self.places.get(id as usize), positions.get(h as usize)) {
             (Some((tile, country)), Some((latitude, longitude))) => {
                 Some((*tile, *country, *latitude, *longitude))
@@ -197,12 +201,7 @@ impl<'a> Exposed<'a> {
     pub fn add(&mut self, h: u32, services: u64) {
         self.unique_hosts += 1;
         self.service_count += services;
-        let id = self
-            .places
-            .place
-            .get(h as usize)
-            .copied()
-            .unwrap_or(NONE_U32);
+        let id = self.places.place.get(h as usize).unwrap_or(NONE_U32);
         let (Some(hits), Some((tile, _)), Some((latitude, longitude))) = (
             self.hits.get_mut(id as usize),
             self.places.places.get(id as usize),

@@ -741,9 +741,9 @@ fn tally_layer<'i>(
                     t.add(u32::from(*e), matches);
                 }
                 if let (Some(t), Some(title)) = (&mut titles, columns.title.get(s))
-                    && *title != NONE_U32
+                    && title != NONE_U32
                 {
-                    t.add(std::slice::from_ref(title), matches);
+                    t.add(&[title], matches);
                 }
                 return;
             }
@@ -790,7 +790,7 @@ fn tally_layer<'i>(
                 distinct(
                     &mut buf,
                     run.iter()
-                        .filter_map(|s| columns.title.get(at(s)).copied())
+                        .filter_map(|s| columns.title.get(at(s)))
                         .filter(|t| *t != NONE_U32),
                 );
                 buf.sort_unstable();

@@ -18,6 +18,7 @@ use periscope_model::{Asn, CountryCode, CveId, Port};
 use periscope_query::{Clause, Phrase};
 use roaring::RoaringBitmap;
 
+use super::ids::Ids;
 use super::persist::{LoadError, Reader, Writer};
 use super::strings::StrPostings;
 use crate::reference::matching::{comparable_name, contains_run, enrichment, words};
@@ -68,7 +69,9 @@ pub(super) struct ServiceColumns {
     /// Protocol token.
     pub protocol: Vec<periscope_model::ProtocolToken>,
     /// Product title, as an index into `titles`, or [`NONE_U32`].
-    pub title: Vec<u32>,
+    pub title: Ids,
+    /// While building: the `title` column (empty once finished or loaded).
+    building_title: Vec<u32>,
     /// The distinct product titles.
     pub titles: Vec<Box<str>>,
     /// While building: the id of each title seen (empty once finished or loaded).
@@ -103,7 +106,7 @@ impl ServicePostings {
             }
             title = columns.title_id(&product.title);
         }
-        columns.title.push(title);
+        columns.building_title.push(title);
         let mut band = NONE_U8;
         let mut exploit = NONE_U8;
         if let Some(v) = &s.vulnerabilities {
@@ -159,7 +162,7 @@ impl ServicePostings {
         c.title_ids = HashMap::new();
         c.port.shrink_to_fit();
         c.protocol.shrink_to_fit();
-        c.title.shrink_to_fit();
+        c.title = Ids::new(std::mem::take(&mut c.building_title));
         c.titles.shrink_to_fit();
         c.band.shrink_to_fit();
         c.exploit.shrink_to_fit();
@@ -307,7 +310,8 @@ impl ServicePostings {
     /// Approximate bytes held by the postings and columns.
     pub fn heap_bytes(&self) -> usize {
         let c = &self.columns;
-        let columns = c.port.len() * (size_of::<Port>() + 1 + 4 + 1 + 1)
+        let columns = c.port.len() * (size_of::<Port>() + 1 + 1 + 1)
+            + c.title.heap_bytes()
             + c.titles.iter().map(|t| 2 * t.len() + 40).sum::<usize>()
             + map_bytes(&c.title_words);
         columns
@@ -357,7 +361,7 @@ impl ServicePostings {
             .collect();
         w.write_all(&protocols)?;
         drop(protocols);
-        w.u32s(&c.title)?;
+        c.title.write(w)?;
         w.len(c.titles.len())?;
         for t in &c.titles {
             w.str(t)?;
@@ -428,12 +432,12 @@ impl ServicePostings {
                     .ok_or_else(|| bad("a protocol column value"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let title = r.u32s(services)?;
+        let title = Ids::read(r, services)?;
         let count = r.len("titles")?;
         let titles: Vec<Box<str>> = r.vec(count, |r| r.str("a title"))?;
         if title
             .iter()
-            .any(|t| *t != NONE_U32 && *t as usize >= titles.len())
+            .any(|t| t != NONE_U32 && t as usize >= titles.len())
         {
             return Err(bad("a title column value"));
         }
@@ -466,6 +470,7 @@ impl ServicePostings {
                 port: port_column,
                 protocol: protocol_column,
                 title,
+                building_title: Vec::new(),
                 titles,
                 title_ids,
                 title_words,
