@@ -44,9 +44,9 @@
 //! holds of an address no run holds, so the stored bytes, and the counts, are those
 //! `apply_batch` gives.
 //!
-//! The run indexes are held in memory, compact (`HostIndex`: about 12 bytes per IPv4 host
-//! record per run, 24 per IPv6 one, against 28 in the file); a record is read with one
-//! positioned read.
+//! The run indexes are held in memory, compact (`HostIndex`: about 8 bytes per IPv4 host
+//! record per run, 20 per IPv6 one, against 28 in the file; `NameIndex`: 8 bytes and the
+//! name per domain scan); a record is read with one positioned read.
 //!
 //! **Invariant:** a stored host record has had at least one counting observation applied (an
 //! address seen only in failed observations is not stored). Whether it is a host *now* is
@@ -428,20 +428,83 @@ struct Loc {
     len: u32,
 }
 
-/// A run's host index as held in memory. A run's records lie back to back, so where one
-/// ends the next starts: one offset per record, its low 32 bits (a record is shorter than
-/// 4 GiB, so the high half grows by at most one from one offset to the next and the few
-/// places where it does are kept apart), and the keys compact ([`OrderKeys`]). About 8 bytes
-/// per IPv4 record where the file's index has 28 and a list of keys and [`Loc`]s 32.
+/// Where the records of one kind in a run lie: back to back, so where one ends the next
+/// starts, and one offset per record is kept — its low 32 bits (a record is shorter than
+/// 4 GiB, so the high half grows by at most one from one offset to the next, and the few
+/// places where it does are kept apart).
+#[derive(Default)]
+struct Bounds {
+    /// The low 32 bits of where each record starts, then of where the last one ends (empty
+    /// for no records).
+    low: Vec<u32>,
+    /// Ascending: from the `i`-th position on, the high half is `i + 1` (none in a run file
+    /// under 4 GiB).
+    wraps: Vec<usize>,
+}
+
+impl Bounds {
+    fn with_capacity(records: usize) -> Self {
+        Self {
+            low: Vec::with_capacity(records + 1),
+            wraps: Vec::new(),
+        }
+    }
+
+    /// Bound `at` (below `low.len()`) whole.
+    fn bound(&self, at: usize) -> u64 {
+        let high = self.wraps.partition_point(|from| *from <= at) as u64;
+        high << 32 | u64::from(self.low[at])
+    }
+
+    /// Where the record at position `at` (below the records pushed) is.
+    fn loc(&self, at: usize) -> Loc {
+        let (start, end) = (self.bound(at), self.bound(at + 1));
+        Loc {
+            at: start,
+            // `push` took the length from a `u32`.
+            len: u32::try_from(end - start).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Where the last record pushed ends.
+    fn end(&self) -> Option<u64> {
+        Some(self.bound(self.low.len().checked_sub(1)?))
+    }
+
+    /// Adds the record at `loc` when it starts where the last one ends; otherwise says
+    /// where that is.
+    fn push(&mut self, loc: Loc) -> Result<(), u64> {
+        match self.end() {
+            Some(end) if end != loc.at => return Err(end),
+            Some(_) => {}
+            None => self.push_bound(loc.at),
+        }
+        self.push_bound(loc.at + u64::from(loc.len));
+        Ok(())
+    }
+
+    /// Adds the next bound, at least the last one.
+    fn push_bound(&mut self, bound: u64) {
+        while (self.wraps.len() as u64) < bound >> 32 {
+            self.wraps.push(self.low.len());
+        }
+        // The low half.
+        self.low.push(bound as u32);
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.low.shrink_to_fit();
+        self.wraps.shrink_to_fit();
+    }
+}
+
+/// A run's host index as held in memory: the keys compact ([`OrderKeys`]) and the records'
+/// [`Bounds`]. About 8 bytes per IPv4 record where the file's index has 28 and a list of
+/// keys and [`Loc`]s 32.
 #[derive(Default)]
 struct HostIndex {
     keys: OrderKeys,
-    /// The low 32 bits of where each record starts, then of where the last one ends (empty
-    /// for no records).
-    bounds: Vec<u32>,
-    /// Ascending: from the `i`-th position on, the bounds' high half is `i + 1` (none in a
-    /// run file under 4 GiB).
-    wraps: Vec<usize>,
+    bounds: Bounds,
 }
 
 impl HostIndex {
@@ -449,8 +512,7 @@ impl HostIndex {
     fn with_capacity(records: usize, v4: usize) -> Self {
         Self {
             keys: OrderKeys::with_v4_capacity(v4),
-            bounds: Vec::with_capacity(records + 1),
-            wraps: Vec::new(),
+            bounds: Bounds::with_capacity(records),
         }
     }
 
@@ -463,39 +525,15 @@ impl HostIndex {
         Some(HostKey(self.keys.get(at)?.to_be_bytes()))
     }
 
-    /// Bound `at` (below `bounds.len()`) whole.
-    fn bound(&self, at: usize) -> u64 {
-        let high = self.wraps.partition_point(|from| *from <= at) as u64;
-        high << 32 | u64::from(self.bounds[at])
-    }
-
-    /// Adds the next bound, at least the last one.
-    fn push_bound(&mut self, bound: u64) {
-        while (self.wraps.len() as u64) < bound >> 32 {
-            self.wraps.push(self.bounds.len());
-        }
-        // The low half.
-        self.bounds.push(bound as u32);
-    }
-
     /// Where the record at position `at` (below [`Self::len`]) is.
     fn loc(&self, at: usize) -> Loc {
-        let (start, end) = (self.bound(at), self.bound(at + 1));
-        Loc {
-            at: start,
-            // `push` took the length from a `u32`.
-            len: u32::try_from(end - start).unwrap_or(u32::MAX),
-        }
+        self.bounds.loc(at)
     }
 
     /// Adds the record of `key` at `loc`, which must follow the last one added, in key order
     /// and in the file; otherwise says what is wrong.
     fn push(&mut self, key: HostKey, loc: Loc) -> Result<(), String> {
-        if let Some(end) = self
-            .bounds
-            .len()
-            .checked_sub(1)
-            .map(|last| self.bound(last))
+        if let Some(end) = self.bounds.end()
             && end != loc.at
         {
             return Err(format!(
@@ -506,11 +544,9 @@ impl HostIndex {
         self.keys
             .push(key.order())
             .map_err(|OutOfOrder| format!("its host keys are out of order at {key}"))?;
-        if self.bounds.is_empty() {
-            self.push_bound(loc.at);
-        }
-        self.push_bound(loc.at + u64::from(loc.len));
-        Ok(())
+        self.bounds
+            .push(loc)
+            .map_err(|end| format!("the record of {key} does not start at {end}"))
     }
 
     /// Every key with where its record is, in order.
@@ -523,7 +559,6 @@ impl HostIndex {
     fn shrink_to_fit(&mut self) {
         self.keys.shrink_to_fit();
         self.bounds.shrink_to_fit();
-        self.wraps.shrink_to_fit();
     }
 
     /// The position of `key`, if the run holds it.
@@ -538,6 +573,102 @@ impl HostIndex {
     }
 }
 
+/// A run's name index as held in memory: the names, ascending, in one buffer with where
+/// each ends, and the records' [`Bounds`] — about 8 bytes and the name's own per domain
+/// scan, where a list of names and [`Loc`]s held 32 and an allocation per name.
+#[derive(Default)]
+struct NameIndex {
+    text: String,
+    /// Name `i` is `text[ends[i - 1]..ends[i]]` (`ends[-1]` = 0).
+    ends: Vec<u32>,
+    bounds: Bounds,
+}
+
+impl NameIndex {
+    /// An empty index with room for `names` names of `bytes` bytes in all.
+    fn with_capacity(names: usize, bytes: usize) -> Self {
+        Self {
+            text: String::with_capacity(bytes),
+            ends: Vec::with_capacity(names),
+            bounds: Bounds::with_capacity(names),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The name at position `at`.
+    fn get(&self, at: usize) -> Option<&str> {
+        let end = *self.ends.get(at)? as usize;
+        let start = at
+            .checked_sub(1)
+            .and_then(|p| self.ends.get(p))
+            .map_or(0, |e| *e as usize);
+        self.text.get(start..end)
+    }
+
+    /// Where the record at position `at` (below [`Self::len`]) is.
+    fn loc(&self, at: usize) -> Loc {
+        self.bounds.loc(at)
+    }
+
+    /// The position of `name`, if the run holds it.
+    fn find(&self, name: &str) -> Option<usize> {
+        let (mut low, mut high) = (0, self.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            match self.get(mid)?.cmp(name) {
+                std::cmp::Ordering::Less => low = mid + 1,
+                std::cmp::Ordering::Greater => high = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    /// Adds the record of `name` at `loc`, which must follow the last one added, in name
+    /// order and in the file; otherwise says what is wrong.
+    fn push(&mut self, name: &str, loc: Loc) -> Result<(), String> {
+        if self
+            .len()
+            .checked_sub(1)
+            .and_then(|last| self.get(last))
+            .is_some_and(|last| last >= name)
+        {
+            return Err(format!("its names are out of order at {name:?}"));
+        }
+        let end = u32::try_from(self.text.len() + name.len())
+            .map_err(|_| format!("its names pass 4 GiB at {name:?}"))?;
+        self.bounds.push(loc).map_err(|end| {
+            format!(
+                "the record of {name:?} starts at {}, not where the previous one ends ({end})",
+                loc.at
+            )
+        })?;
+        self.text.push_str(name);
+        self.ends.push(end);
+        Ok(())
+    }
+
+    /// Every name with where its record is, in order.
+    fn entries(&self) -> impl Iterator<Item = (&str, Loc)> + '_ {
+        let mut start = 0;
+        self.ends.iter().enumerate().map(move |(at, end)| {
+            let name = &self.text[start..*end as usize];
+            start = *end as usize;
+            (name, self.loc(at))
+        })
+    }
+
+    /// Releases the room that pushing left over.
+    fn shrink_to_fit(&mut self) {
+        self.text.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self.bounds.shrink_to_fit();
+    }
+}
+
 /// One immutable run file, with its indexes in memory.
 struct Run {
     id: u64,
@@ -546,8 +677,7 @@ struct Run {
     file: File,
     bytes: u64,
     hosts: HostIndex,
-    names: Vec<Box<str>>,
-    name_locs: Vec<Loc>,
+    names: NameIndex,
 }
 
 impl Run {
@@ -560,8 +690,7 @@ impl Run {
     }
 
     fn find_name(&self, name: &str) -> Option<Loc> {
-        let at = self.names.binary_search_by(|n| (**n).cmp(name)).ok()?;
-        Some(self.name_locs[at])
+        Some(self.names.loc(self.names.find(name)?))
     }
 
     /// The bytes at `loc`, into `buf`.
@@ -644,8 +773,9 @@ impl Run {
             };
             host_index.push(key, check_loc(loc)?).map_err(corrupt)?;
         }
-        let mut name_keys: Vec<Box<str>> = Vec::with_capacity(names as usize);
-        let mut name_locs = Vec::with_capacity(names as usize);
+        // Each entry is a name and 14 bytes.
+        let text_bytes = name_part.len().saturating_sub(names as usize * 14);
+        let mut name_index = NameIndex::with_capacity(names as usize, text_bytes);
         let mut rest = name_part;
         for _ in 0..names {
             let truncated = || corrupt("its name index is truncated".into());
@@ -658,15 +788,11 @@ impl Run {
             let entry = rest.get(2..2 + len + 12).ok_or_else(truncated)?;
             let name = std::str::from_utf8(&entry[..len])
                 .map_err(|_| corrupt("a name in its index is not UTF-8".into()))?;
-            if name_keys.last().is_some_and(|last| **last >= *name) {
-                return Err(corrupt(format!("its names are out of order at {name:?}")));
-            }
             let loc = Loc {
                 at: u64::from_le_bytes(entry[len..len + 8].try_into().unwrap_or_default()),
                 len: u32::from_le_bytes(entry[len + 8..].try_into().unwrap_or_default()),
             };
-            name_keys.push(name.into());
-            name_locs.push(check_loc(loc)?);
+            name_index.push(name, check_loc(loc)?).map_err(corrupt)?;
             rest = &rest[2 + len + 12..];
         }
         if !rest.is_empty() {
@@ -679,8 +805,7 @@ impl Run {
             file,
             bytes,
             hosts: host_index,
-            names: name_keys,
-            name_locs,
+            names: name_index,
         })
     }
 }
@@ -700,7 +825,7 @@ struct RunWriter {
     out: BufWriter<File>,
     at: u64,
     hosts: HostIndex,
-    names: Vec<(Box<str>, Loc)>,
+    names: NameIndex,
 }
 
 /// The run a batch writes, created at its first record (a batch that changes nothing writes
@@ -736,7 +861,7 @@ impl RunWriter {
             out,
             at: RUN_MAGIC.len() as u64,
             hosts: HostIndex::default(),
-            names: Vec::new(),
+            names: NameIndex::default(),
         })
     }
 
@@ -766,10 +891,13 @@ impl RunWriter {
 
     /// Adds a domain scan; names come in ascending order, after every host.
     fn name(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
-        debug_assert!(self.names.last().is_none_or(|(last, _)| **last < *name));
         let loc = self.value(bytes)?;
-        self.names.push((name.into(), loc));
-        Ok(())
+        self.names
+            .push(name, loc)
+            .map_err(|reason| StoreError::CorruptFile {
+                path: self.path.clone(),
+                reason,
+            })
     }
 
     /// Writes the indexes and footer, syncs the file, and opens it as a run of `tier`.
@@ -781,7 +909,7 @@ impl RunWriter {
             index.extend_from_slice(&loc.len.to_le_bytes());
         }
         let name_index_at = self.at + index.len() as u64;
-        for (name, loc) in &self.names {
+        for (name, loc) in self.names.entries() {
             let len = u16::try_from(name.len()).map_err(|_| StoreError::CorruptFile {
                 path: self.path.clone(),
                 reason: format!("the name {name:?} is too long for a run"),
@@ -817,7 +945,8 @@ impl RunWriter {
         let bytes = self.at + index.len() as u64 + FOOTER_LEN;
         let mut hosts = self.hosts;
         hosts.shrink_to_fit();
-        let (names, name_locs) = self.names.into_iter().unzip();
+        let mut names = self.names;
+        names.shrink_to_fit();
         Ok(Run {
             id: self.id,
             tier,
@@ -826,7 +955,6 @@ impl RunWriter {
             bytes,
             hosts,
             names,
-            name_locs,
         })
     }
 }
@@ -926,7 +1054,7 @@ fn newest_hosts(runs: &[Arc<Run>]) -> Newest<impl Fn(usize, usize) -> Option<Hos
 
 /// The walk in name order over the domain scans of `runs` ([`Newest`]).
 fn newest_names<'r>(runs: &'r [Arc<Run>]) -> Newest<impl Fn(usize, usize) -> Option<&'r str>> {
-    Newest::new(runs.len(), |r, at| runs[r].names.get(at).map(|n| &**n))
+    Newest::new(runs.len(), |r, at| runs[r].names.get(at))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1550,8 +1678,10 @@ fn merge_into(dir: &Path, id: u64, runs: &[Arc<Run>], tier: u32) -> Result<Run, 
             out.host(key, bytes)?;
         }
         for (r, at) in newest_names(runs) {
-            let bytes = windows[r].get(&runs[r], runs[r].name_locs[at])?;
-            out.name(&runs[r].names[at], bytes)?;
+            let names = &runs[r].names;
+            let bytes = windows[r].get(&runs[r], names.loc(at))?;
+            let name = names.get(at).expect("the walk yields positions of the run");
+            out.name(name, bytes)?;
         }
         out.finish(tier)
     })();
@@ -1770,8 +1900,10 @@ impl StoreSnapshot {
         let mut windows: Vec<Window> = runs.iter().map(|_| Window::new()).collect();
         let mut scans = DomainScans::default();
         for (r, at) in newest_names(runs) {
-            let bytes = windows[r].get(&runs[r], runs[r].name_locs[at])?;
-            let scan = decode_stored_scan(&runs[r].names[at], bytes)?;
+            let names = &runs[r].names;
+            let bytes = windows[r].get(&runs[r], names.loc(at))?;
+            let name = names.get(at).expect("the walk yields positions of the run");
+            let scan = decode_stored_scan(name, bytes)?;
             scans.by_name.insert(scan.name.clone(), scan);
         }
         Ok(scans)
@@ -1852,7 +1984,7 @@ fn decode_stored_scan(name: &str, bytes: &[u8]) -> Result<DomainScan, StoreError
 
 #[cfg(test)]
 mod tests {
-    use super::{HostIndex, HostKey, Loc};
+    use super::{HostIndex, HostKey, Loc, NameIndex};
     use crate::order_keys::{gallop, key_sets};
     use periscope_model::observation::Observation;
     use proptest::prelude::*;
@@ -1937,5 +2069,69 @@ mod tests {
         let v4_after_v6 = index.push(key(7), Loc { at: 21, len: 1 });
         assert!(v4_after_v6.is_err_and(|e| e.contains("out of order")));
         assert_eq!(index.len(), 2);
+    }
+
+    proptest! {
+        /// The name index answers as the list of names and locations it was built from:
+        /// every name and location by position, every lookup, the entries in order.
+        #[test]
+        fn a_name_index_answers_as_its_list(
+            names in prop::collection::btree_set("[a-z.]{0,12}", 0..60),
+            lens in prop::collection::vec(prop_oneof![0u32..5000, (1u32 << 31)..=u32::MAX], 1..20),
+            probes in prop::collection::vec("[a-z.]{0,12}", 0..20),
+        ) {
+            let mut at = 1 << 20;
+            let list: Vec<(String, Loc)> = names
+                .iter()
+                .zip(lens.iter().cycle())
+                .map(|(name, len)| {
+                    let loc = Loc { at, len: *len };
+                    at += u64::from(*len);
+                    (name.clone(), loc)
+                })
+                .collect();
+            let mut index = NameIndex::default();
+            for (name, loc) in &list {
+                index.push(name, *loc).map_err(TestCaseError::fail)?;
+            }
+            prop_assert_eq!(index.len(), list.len());
+            prop_assert_eq!(index.get(list.len()), None);
+            for (at, (name, loc)) in list.iter().enumerate() {
+                prop_assert_eq!(index.get(at), Some(name.as_str()));
+                prop_assert_eq!((index.loc(at).at, index.loc(at).len), (loc.at, loc.len));
+                prop_assert_eq!(index.find(name), Some(at));
+            }
+            let entries: Vec<(&str, u64, u32)> =
+                index.entries().map(|(n, l)| (n, l.at, l.len)).collect();
+            let expected: Vec<(&str, u64, u32)> =
+                list.iter().map(|(n, l)| (n.as_str(), l.at, l.len)).collect();
+            prop_assert_eq!(entries, expected);
+            for probe in &probes {
+                let found = list.iter().position(|(n, _)| n == probe);
+                prop_assert_eq!(index.find(probe), found);
+            }
+        }
+    }
+
+    /// A name index refuses names out of order and records that are not back to back.
+    #[test]
+    fn a_name_index_refuses_what_a_run_never_holds() {
+        let mut index = NameIndex::default();
+        index
+            .push("b.example", Loc { at: 8, len: 10 })
+            .expect("the first record");
+        let twice = index.push("b.example", Loc { at: 18, len: 1 });
+        assert!(twice.is_err_and(|e| e.contains("out of order")));
+        let before = index.push("a.example", Loc { at: 18, len: 1 });
+        assert!(before.is_err_and(|e| e.contains("out of order")));
+        let gap = index.push("c.example", Loc { at: 19, len: 1 });
+        assert!(
+            gap.is_err_and(|e| e.contains("starts at 19, not where the previous one ends (18)"))
+        );
+        index
+            .push("c.example", Loc { at: 18, len: 3 })
+            .expect("the next record");
+        assert_eq!(index.len(), 2);
+        assert_eq!(index.get(1), Some("c.example"));
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! - Hosts get ordinals `0..n` in host order (sorted order keys, IPv4 ones as 4 bytes: exact IP,
 //!   CIDR ranges and `after` are binary searches); services get ordinals `0..m` in host
-//!   order, then port and protocol, with a service → host map and each host's service range.
+//!   order, then port and protocol, with each host's service range; a service's host is
+//!   found in the ranges ([`Owners`], galloping from the last one found, as every walk over
+//!   services is ascending), so no service → host column is held.
 //! - `postings`: per value, the bitmap of services (port, protocol, product words, CPE, CVE,
 //!   CVSS in tenths, exploit flag, certificate names) or of hosts (country, ASN, stored names
 //!   under each parent domain, organization values).
@@ -50,10 +52,13 @@
 //! **Memory:** postings (service and host level), per-service columns, per-host place
 //! ids, positions (micro-degrees) and country ids, ordinal maps and domain-scan lookups
 //! ([`EmbeddedIndex::stats`]); over the store, no host record stays in memory. Postings keyed
-//! by text are sorted string tables (`strings`), most names holding their one host inline.
+//! by text are sorted string tables (`strings`), most names holding their one host inline
+//! and small sets in one pool; title and place ids take two bytes while they fit (`ids`).
 //! A build ends by dropping what only building needed (the id lookups of titles,
-//! organizations and places) and sizing every column exactly, so a built index holds what
-//! the same index loaded from its file does.
+//! organizations and places) and sizing every column exactly. The index file keeps its
+//! bitmaps with runs of consecutive ordinals as run containers (hosts of one network, one
+//! country), so an index loaded from it holds less than the one built; a server answers from
+//! the file loaded, after a first build too ([`crate::live::LiveIndex::open`]).
 
 mod expiry;
 mod exposure;

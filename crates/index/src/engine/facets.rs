@@ -46,7 +46,7 @@ use roaring::RoaringBitmap;
 
 use super::EmbeddedIndex;
 use super::layers::Part;
-use super::postings::{NONE_U8, NONE_U32};
+use super::postings::NONE_U32;
 use crate::api::{FacetField, FacetGroup, Facets};
 use crate::reference::facets::{Value, clauses_of, group_of, query_field};
 use crate::reference::matching::words;
@@ -341,16 +341,8 @@ impl By<'_> {
         match self.field {
             FacetField::Port => columns.port.get(s).map(|p| usize::from(p.get())),
             FacetField::Protocol => columns.protocol.get(s).map(|t| t.index()),
-            FacetField::Cvss => columns
-                .band
-                .get(s)
-                .filter(|b| **b != NONE_U8)
-                .map(|b| usize::from(*b)),
-            FacetField::Exploit => columns
-                .exploit
-                .get(s)
-                .filter(|e| **e != NONE_U8)
-                .map(|e| usize::from(*e)),
+            FacetField::Cvss => columns.band(s).map(|b| b as usize),
+            FacetField::Exploit => columns.exploit(s).map(|e| e as usize),
             FacetField::Product | FacetField::Country => None,
         }
     }
@@ -497,16 +489,8 @@ fn value_of(index: &EmbeddedIndex, field: FacetField, s: u32) -> Option<Value> {
     match field {
         FacetField::Port => columns.port.get(s).copied().map(Value::Port),
         FacetField::Protocol => columns.protocol.get(s).copied().map(Value::Protocol),
-        FacetField::Cvss => columns
-            .band
-            .get(s)
-            .filter(|b| **b != NONE_U8)
-            .map(|b| Value::Cvss(usize::from(*b))),
-        FacetField::Exploit => columns
-            .exploit
-            .get(s)
-            .filter(|e| **e != NONE_U8)
-            .map(|e| Value::Exploit(*e == 1)),
+        FacetField::Cvss => columns.band(s).map(|b| Value::Cvss(b as usize)),
+        FacetField::Exploit => columns.exploit(s).map(|e| Value::Exploit(e == 1)),
         FacetField::Product | FacetField::Country => None,
     }
 }
@@ -730,15 +714,11 @@ fn tally_layer<'i>(
                 if let (Some(t), Some(p)) = (&mut protocol, columns.protocol.get(s)) {
                     t.add(p.index() as u32, matches);
                 }
-                if let (Some(t), Some(b)) = (&mut band, columns.band.get(s))
-                    && *b != NONE_U8
-                {
-                    t.add(u32::from(*b), matches);
+                if let (Some(t), Some(b)) = (&mut band, columns.band(s)) {
+                    t.add(b, matches);
                 }
-                if let (Some(t), Some(e)) = (&mut exploit, columns.exploit.get(s))
-                    && *e != NONE_U8
-                {
-                    t.add(u32::from(*e), matches);
+                if let (Some(t), Some(e)) = (&mut exploit, columns.exploit(s)) {
+                    t.add(e, matches);
                 }
                 if let (Some(t), Some(title)) = (&mut titles, columns.title.get(s))
                     && title != NONE_U32
@@ -767,23 +747,11 @@ fn tally_layer<'i>(
                 buf.iter().for_each(|v| t.add(*v, matches));
             }
             if let Some(t) = &mut band {
-                distinct(
-                    &mut buf,
-                    run.iter()
-                        .filter_map(|s| columns.band.get(at(s)))
-                        .filter(|b| **b != NONE_U8)
-                        .map(|b| u32::from(*b)),
-                );
+                distinct(&mut buf, run.iter().filter_map(|s| columns.band(at(s))));
                 buf.iter().for_each(|v| t.add(*v, matches));
             }
             if let Some(t) = &mut exploit {
-                distinct(
-                    &mut buf,
-                    run.iter()
-                        .filter_map(|s| columns.exploit.get(at(s)))
-                        .filter(|e| **e != NONE_U8)
-                        .map(|e| u32::from(*e)),
-                );
+                distinct(&mut buf, run.iter().filter_map(|s| columns.exploit(at(s))));
                 buf.iter().for_each(|v| t.add(*v, matches));
             }
             if let Some(t) = &mut titles {

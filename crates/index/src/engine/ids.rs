@@ -1,5 +1,5 @@
 //! [`Ids`]: a column of dense ids (a product title's, a place's) with "none" among them,
-//! two bytes a value while every id fits in 15 bits and change, four otherwise. At ten
+//! two bytes a value while every id is below 65,535, four otherwise. At ten
 //! million hosts the product-title column alone is 26 million values; the titles and places
 //! a scan holds number in the thousands.
 

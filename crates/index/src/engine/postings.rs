@@ -78,10 +78,46 @@ pub(super) struct ServiceColumns {
     title_ids: HashMap<Box<str>, u32>,
     /// Per lowercased word: the titles (ids) holding it (derived from `titles`).
     pub title_words: HashMap<Box<str>, RoaringBitmap>,
-    /// CVSS band of the maximum score (facets' band index), or [`NONE_U8`].
-    pub band: Vec<u8>,
-    /// Exploit flag (0 or 1) of the vulnerability summary, or [`NONE_U8`] without one.
-    pub exploit: Vec<u8>,
+    /// The vulnerability summary in one byte ([`vulnerability_byte`]): the CVSS band of the
+    /// maximum score (facets' band index, 0–3) and the exploit flag (0 or 1), each possibly
+    /// absent. Read through [`Self::band`] and [`Self::exploit`].
+    vulnerability: Vec<u8>,
+}
+
+/// A band (below 8) and an exploit flag (0 or 1), each [`NONE_U8`] when absent, in one byte:
+/// the band in the low four bits, the flag in the high four, 0xF for an absent one; `None`
+/// for a value out of range.
+fn vulnerability_byte(band: u8, exploit: u8) -> Option<u8> {
+    let nibble = |v: u8, limit: u8| match v {
+        NONE_U8 => Some(0xF),
+        v if v < limit => Some(v),
+        _ => None,
+    };
+    Some(nibble(exploit, 2)? << 4 | nibble(band, 8)?)
+}
+
+impl ServiceColumns {
+    /// The CVSS band of service `s`, if it has one.
+    #[inline]
+    pub fn band(&self, s: usize) -> Option<u32> {
+        let band = self.vulnerability.get(s)? & 0xF;
+        (band != 0xF).then_some(u32::from(band))
+    }
+
+    /// The exploit flag (0 or 1) of service `s`, if it has a vulnerability summary.
+    #[inline]
+    pub fn exploit(&self, s: usize) -> Option<u32> {
+        let exploit = self.vulnerability.get(s)? >> 4;
+        (exploit != 0xF).then_some(u32::from(exploit))
+    }
+
+    /// The column as the index file holds it: one byte per service, [`NONE_U8`] for none.
+    fn unpacked(&self, value: impl Fn(&Self, usize) -> Option<u32>) -> Vec<u8> {
+        (0..self.vulnerability.len())
+            // Both values are below 16.
+            .map(|s| value(self, s).map_or(NONE_U8, |v| v as u8))
+            .collect()
+    }
 }
 
 impl ServicePostings {
@@ -132,8 +168,10 @@ impl ServicePostings {
             self.exploit[usize::from(v.has_exploits)].insert(ordinal);
             exploit = u8::from(v.has_exploits);
         }
-        columns.band.push(band);
-        columns.exploit.push(exploit);
+        // `band_of` gives 0–3 and the flag is 0 or 1.
+        columns
+            .vulnerability
+            .push(vulnerability_byte(band, exploit).unwrap_or(u8::MAX));
         if certificate_name_eligible(s)
             && let Some(c) = s.tls.as_ref().and_then(|t| t.certificate.as_ref())
         {
@@ -164,8 +202,7 @@ impl ServicePostings {
         c.protocol.shrink_to_fit();
         c.title = Ids::new(std::mem::take(&mut c.building_title));
         c.titles.shrink_to_fit();
-        c.band.shrink_to_fit();
-        c.exploit.shrink_to_fit();
+        c.vulnerability.shrink_to_fit();
         Ok(())
     }
 
@@ -310,7 +347,7 @@ impl ServicePostings {
     /// Approximate bytes held by the postings and columns.
     pub fn heap_bytes(&self) -> usize {
         let c = &self.columns;
-        let columns = c.port.len() * (size_of::<Port>() + 1 + 1 + 1)
+        let columns = c.port.len() * (size_of::<Port>() + 1 + 1)
             + c.title.heap_bytes()
             + c.titles.iter().map(|t| 2 * t.len() + 40).sum::<usize>()
             + map_bytes(&c.title_words);
@@ -366,8 +403,8 @@ impl ServicePostings {
         for t in &c.titles {
             w.str(t)?;
         }
-        w.write_all(&c.band)?;
-        w.write_all(&c.exploit)
+        w.write_all(&c.unpacked(ServiceColumns::band))?;
+        w.write_all(&c.unpacked(ServiceColumns::exploit))
     }
 
     /// Reads what [`Self::write`] wrote, for `services` services.
@@ -442,7 +479,13 @@ impl ServicePostings {
             return Err(bad("a title column value"));
         }
         let band = r.bytes(services)?;
-        let exploit_column = r.bytes(services)?;
+        let exploit = r.bytes(services)?;
+        let vulnerability = band
+            .into_iter()
+            .zip(exploit)
+            .map(|(b, e)| vulnerability_byte(b, e))
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(|| bad("a CVSS band or exploit column value"))?;
         let title_ids = HashMap::new();
         let mut title_words = HashMap::new();
         for (i, t) in titles.iter().enumerate() {
@@ -474,8 +517,7 @@ impl ServicePostings {
                 titles,
                 title_ids,
                 title_words,
-                band,
-                exploit: exploit_column,
+                vulnerability,
             },
         })
     }
@@ -936,4 +978,41 @@ fn bitmap_bytes(b: &RoaringBitmap) -> usize {
 /// Bitmaps plus a rough 48 bytes per map entry for the key and the table.
 fn map_bytes<K>(map: &HashMap<K, RoaringBitmap>) -> usize {
     map.values().map(|b| bitmap_bytes(b) + 48).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{NONE_U8, ServiceColumns, vulnerability_byte};
+
+    /// Every band and exploit flag, each present or not, reads back from its byte, and a
+    /// value out of range has no byte (a loaded column holding one is refused).
+    #[test]
+    fn a_vulnerability_byte_reads_back_as_its_band_and_flag() {
+        let bands = (0..8).chain([NONE_U8]);
+        let mut column = ServiceColumns::default();
+        let mut expected = Vec::new();
+        for band in bands {
+            for exploit in [0, 1, NONE_U8] {
+                let byte = vulnerability_byte(band, exploit).expect("in range");
+                column.vulnerability.push(byte);
+                let present = |v: u8| (v != NONE_U8).then_some(u32::from(v));
+                expected.push((present(band), present(exploit)));
+            }
+        }
+        for (s, (band, exploit)) in expected.iter().enumerate() {
+            assert_eq!(
+                (column.band(s), column.exploit(s)),
+                (*band, *exploit),
+                "{s}"
+            );
+        }
+        let unpacked = column.unpacked(ServiceColumns::band);
+        assert_eq!(unpacked.len(), expected.len());
+        for (byte, (band, _)) in unpacked.iter().zip(&expected) {
+            assert_eq!(*byte, band.map_or(NONE_U8, |b| b as u8));
+        }
+        assert_eq!(vulnerability_byte(8, 0), None);
+        assert_eq!(vulnerability_byte(0, 2), None);
+        assert_eq!(vulnerability_byte(NONE_U8 - 1, NONE_U8), None);
+    }
 }

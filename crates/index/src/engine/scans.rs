@@ -52,7 +52,7 @@ pub(super) struct ScanRecords {
     /// Per name or parent domain: the records within it.
     within: StrPostings,
     /// The listed addresses, ascending.
-    listed: Box<[IpAddr]>,
+    listed: Addresses,
     /// The records listing address `i` are `ids[starts[i]..starts[i + 1]]`, ascending.
     starts: Box<[u32]>,
     ids: Box<[u32]>,
@@ -61,6 +61,56 @@ pub(super) struct ScanRecords {
     /// addresses of a name's records are known without reading a record.
     from: Box<[u32]>,
     lists: Box<[u32]>,
+}
+
+/// Ascending addresses, IPv4 ones (which order first) as 4 bytes and IPv6 ones as 16, where
+/// an `IpAddr` takes 17.
+#[derive(Debug, Default)]
+struct Addresses {
+    v4: Box<[u32]>,
+    v6: Box<[u128]>,
+}
+
+impl Addresses {
+    /// The addresses of `ascending`, which must be strictly ascending.
+    fn new(ascending: impl IntoIterator<Item = IpAddr>) -> Self {
+        let (mut v4, mut v6) = (Vec::new(), Vec::new());
+        for ip in ascending {
+            match ip {
+                IpAddr::V4(a) => v4.push(u32::from(a)),
+                IpAddr::V6(a) => v6.push(u128::from(a)),
+            }
+        }
+        Self {
+            v4: v4.into_boxed_slice(),
+            v6: v6.into_boxed_slice(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.v4.len() + self.v6.len()
+    }
+
+    /// The address at position `at`.
+    fn get(&self, at: usize) -> Option<IpAddr> {
+        match at.checked_sub(self.v4.len()) {
+            None => self.v4.get(at).map(|a| IpAddr::V4(Ipv4Addr::from(*a))),
+            Some(at) => self.v6.get(at).map(|a| IpAddr::V6(Ipv6Addr::from(*a))),
+        }
+    }
+
+    /// The position of `ip`, if listed.
+    fn find(&self, ip: IpAddr) -> Option<usize> {
+        match ip {
+            IpAddr::V4(a) => self.v4.binary_search(&u32::from(a)).ok(),
+            IpAddr::V6(a) => Some(self.v4.len() + self.v6.binary_search(&u128::from(a)).ok()?),
+        }
+    }
+
+    /// Every address in order.
+    fn iter(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        (0..self.len()).filter_map(|at| self.get(at))
+    }
 }
 
 /// The inverse of `starts` and `ids` (see [`ScanRecords::from`]) for `records` records:
@@ -129,7 +179,7 @@ impl ScanRecords {
             source: Source::Memory(scans),
             names,
             within,
-            listed: listed.into_boxed_slice(),
+            listed: Addresses::new(listed),
             starts: starts.into_boxed_slice(),
             ids: ids.into_boxed_slice(),
             from,
@@ -148,18 +198,20 @@ impl ScanRecords {
         self.names.write(w)?;
         self.within.write(w)?;
         w.len(self.listed.len())?;
-        for chunk in self.listed.chunks(1 << 12) {
-            let mut bytes = Vec::with_capacity(chunk.len() * ADDRESS_BYTES);
-            for ip in chunk {
-                let (family, bits) = match ip {
-                    IpAddr::V4(a) => (4, u128::from(u32::from(*a))),
-                    IpAddr::V6(a) => (6, u128::from(*a)),
-                };
-                bytes.push(family);
-                bytes.extend_from_slice(&bits.to_le_bytes());
+        let mut bytes = Vec::with_capacity(ADDRESS_BYTES << 12);
+        for ip in self.listed.iter() {
+            let (family, bits) = match ip {
+                IpAddr::V4(a) => (4, u128::from(u32::from(a))),
+                IpAddr::V6(a) => (6, u128::from(a)),
+            };
+            bytes.push(family);
+            bytes.extend_from_slice(&bits.to_le_bytes());
+            if bytes.len() == bytes.capacity() {
+                w.write_all(&bytes)?;
+                bytes.clear();
             }
-            w.write_all(&bytes)?;
         }
+        w.write_all(&bytes)?;
         w.len(self.ids.len())?;
         w.u32s(&self.starts)?;
         w.u32s(&self.ids)
@@ -187,12 +239,13 @@ impl ScanRecords {
                     _ => None,
                 }
             })
-            .collect::<Option<Box<[IpAddr]>>>()
+            .collect::<Option<Vec<IpAddr>>>()
             .ok_or_else(|| bad("an address"))?;
         drop(bytes);
         if listed.windows(2).any(|w| w[0] >= w[1]) {
             return Err(bad("addresses out of order"));
         }
+        let listed = Addresses::new(listed);
         let m = r.len("listed records")?;
         let starts = r.u32s(n + 1)?.into_boxed_slice();
         let ids = r.u32s(m)?.into_boxed_slice();
@@ -244,7 +297,7 @@ impl ScanRecords {
 
     /// The records listing `ip`, ascending.
     fn listing(&self, ip: IpAddr) -> Vec<u32> {
-        let Ok(at) = self.listed.binary_search(&ip) else {
+        let Some(at) = self.listed.find(ip) else {
             return Vec::new();
         };
         let (Some(start), Some(end)) = (self.starts.get(at), self.starts.get(at + 1)) else {
@@ -277,7 +330,7 @@ impl ScanRecords {
             .get(range)
             .unwrap_or_default()
             .iter()
-            .filter_map(|a| self.listed.get(*a as usize).copied())
+            .filter_map(|a| self.listed.get(*a as usize))
     }
 
     /// Record `i`: a record the lookups name that the store does not hold, or cannot read,
@@ -372,5 +425,44 @@ impl<'a> ScanView<'a> {
         }
         out.sort_by(|a, b| a.0.name(a.1).cmp(b.0.name(b.1)));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Addresses;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    proptest! {
+        /// The compact addresses answer as the sorted list: each by position, each lookup.
+        #[test]
+        fn addresses_answer_as_their_list(
+            ips in prop::collection::btree_set(prop_oneof![
+                any::<u32>().prop_map(|a| IpAddr::V4(Ipv4Addr::from(a))),
+                any::<u128>().prop_map(|a| IpAddr::V6(Ipv6Addr::from(a))),
+                (0u128..300).prop_map(|a| IpAddr::V6(Ipv6Addr::from(a))),
+            ], 0..60),
+            probes in prop::collection::vec(any::<u32>(), 0..20),
+        ) {
+            let list: Vec<IpAddr> = ips.iter().copied().collect();
+            let compact = Addresses::new(list.iter().copied());
+            prop_assert_eq!(compact.len(), list.len());
+            prop_assert_eq!(compact.iter().collect::<Vec<_>>(), list.clone());
+            prop_assert_eq!(compact.get(list.len()), None);
+            for (at, ip) in list.iter().enumerate() {
+                prop_assert_eq!(compact.get(at), Some(*ip));
+                prop_assert_eq!(compact.find(*ip), Some(at));
+            }
+            let absent: BTreeSet<IpAddr> = probes
+                .iter()
+                .flat_map(|p| [IpAddr::V4(Ipv4Addr::from(*p)), IpAddr::V6(Ipv6Addr::from(u128::from(*p)))])
+                .filter(|ip| !ips.contains(ip))
+                .collect();
+            for ip in absent {
+                prop_assert_eq!(compact.find(ip), None);
+            }
+        }
     }
 }
