@@ -25,7 +25,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// mimalloc rather than the system allocator: ingest frees on one thread what it allocated on
-/// another, which glibc's allocator handles slowly (a third of ingest's time went there).
+/// another, which glibc's allocator handles slowly (a third of ingest's time went there). Its
+/// v2 line (the `v2` feature): v3 returns freed pages only a second after they are freed and
+/// commits its arenas eagerly, so a server held about 25 MB more at 10M hosts (1,476 against
+/// 1,499 MB after its first question) and a first build kept its peak until the next free
+/// (docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
