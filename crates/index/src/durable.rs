@@ -1153,6 +1153,31 @@ impl DurableStore {
     /// refused with [`StoreError::OldFormat`]. The store is locked for this process while
     /// open.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let lock = Self::lock(path)?;
+        Self::load(path, lock)
+    }
+
+    /// [`Self::open`], running `alongside` on a second thread once the store is locked, while
+    /// its runs load: a start reads its index file so. `alongside` runs only when the store
+    /// was locked, and is waited for whether the runs then load or not.
+    pub fn open_alongside<T: Send>(
+        path: &Path,
+        alongside: impl FnOnce() -> T + Send,
+    ) -> Result<(Self, T), StoreError> {
+        let lock = Self::lock(path)?;
+        std::thread::scope(|scope| {
+            let beside = scope.spawn(alongside);
+            let store = Self::load(path, lock);
+            let beside = beside
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            store.map(|store| (store, beside))
+        })
+    }
+
+    /// Creates the store directory when missing and locks it for this process; the lock is
+    /// the returned file's. A store of schema version 1 is refused first.
+    fn lock(path: &Path) -> Result<File, StoreError> {
         refuse_old_format(path)?;
         fs::create_dir_all(path).map_err(io_failed("creating the store directory", path))?;
         let lock_path = path.join(LOCK_FILE);
@@ -1172,6 +1197,12 @@ impl DurableStore {
                 source,
             },
         })?;
+        Ok(lock)
+    }
+
+    /// Reads the manifest (writing one for a new store) and loads its runs, the store
+    /// locked by `lock`.
+    fn load(path: &Path, lock: File) -> Result<Self, StoreError> {
         let manifest_path = path.join(MANIFEST_FILE);
         let manifest = match fs::read_to_string(&manifest_path) {
             Ok(text) => Manifest::parse(&text, path)?,

@@ -71,7 +71,7 @@ mod scans;
 mod strings;
 
 pub use layers::LayeredIndex;
-pub use persist::{DeltaJournal, FORMAT_VERSION, LoadError};
+pub use persist::{DeltaJournal, FORMAT_VERSION, LoadError, Unattached};
 
 use std::borrow::Cow;
 use std::net::IpAddr;

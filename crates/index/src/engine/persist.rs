@@ -28,7 +28,7 @@
 //!
 //! **Delta journal** ([`DeltaJournal`], `scan.delta`): the keys and names a delta was built
 //! from, between the base's generation and the delta's, checksummed the same way. A saved
-//! base older than the store is used ([`EmbeddedIndex::load_built_from`]) only together with
+//! base older than the store is used ([`Unattached::attach`]) only together with
 //! a journal reaching the store's generation, whose records then shadow the base's.
 
 use std::collections::HashMap;
@@ -509,18 +509,13 @@ impl EmbeddedIndex {
         config: IndexConfig,
     ) -> Result<Self, LoadError> {
         let generation = snapshot.generation();
-        Self::load_built_from(path, generation, snapshot, config)
+        Self::read_file(path, config)?.attach(generation, snapshot)
     }
 
-    /// [`Self::load`] of an index file built from store generation `generation`, which may
-    /// be older than `snapshot`'s: for a base whose records written since are shadowed by a
-    /// delta ([`super::LayeredIndex`]), so that it never shows a record that changed.
-    pub fn load_built_from(
-        path: &Path,
-        generation: u64,
-        snapshot: StoreSnapshot,
-        config: IndexConfig,
-    ) -> Result<Self, LoadError> {
+    /// The index file at `path`, built with `config`, read whole and checked, but not yet
+    /// joined to the store snapshot whose records it shows ([`Unattached::attach`]): what a
+    /// start reads while the store's runs load.
+    pub fn read_file(path: &Path, config: IndexConfig) -> Result<Unattached, LoadError> {
         let file = match File::open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(LoadError::Missing),
@@ -540,11 +535,6 @@ impl EmbeddedIndex {
             )));
         }
         let built_from = r.u64()?;
-        if built_from != generation {
-            return Err(LoadError::Stale(format!(
-                "built from store generation {built_from}, the store is at {generation}"
-            )));
-        }
         let built_at = Timestamp::from_unix(r.i64()?).ok_or_else(|| corrupt("build time"))?;
         let saved = IndexConfig {
             retention_secs: r.i64()?,
@@ -608,7 +598,7 @@ impl EmbeddedIndex {
         let value_hosts = super::postings::ValueHosts::read(&mut r, hosts)?;
         let place_ids = super::exposure::Places::read(&mut r, &countries)?;
         let expiry = super::expiry::Expiry::read(&mut r, hosts)?;
-        let scans = ScanRecords::read(&mut r, snapshot.clone())?;
+        let scans = ScanRecords::read(&mut r)?;
         let computed = r.sum.finish();
         let stored = u64::from_le_bytes(r.array::<8>()?);
         if computed != stored {
@@ -617,12 +607,13 @@ impl EmbeddedIndex {
         if r.read(&mut [0u8; 1])? != 0 {
             return Err(corrupt("bytes after the checksum"));
         }
-        Ok(Self {
+        Ok(Unattached(Self {
             config,
             built_at,
-            generation,
+            generation: built_from,
             keys,
-            records: Records::Store(Box::new(snapshot)),
+            // Until attached.
+            records: Records::Memory(Vec::new()),
             service_start,
             countries,
             positions,
@@ -632,7 +623,35 @@ impl EmbeddedIndex {
             place_ids,
             expiry,
             scans,
-        })
+        }))
+    }
+}
+
+/// An index file read and checked ([`EmbeddedIndex::read_file`]) that does not show records
+/// yet.
+#[derive(Debug)]
+pub struct Unattached(EmbeddedIndex);
+
+impl Unattached {
+    /// The index, reading the records it shows from `snapshot`, when the file was built from
+    /// store generation `generation` (which may be older than `snapshot`'s: for a base whose
+    /// records written since are shadowed by a delta, [`super::LayeredIndex`], so that it
+    /// never shows a record that changed); otherwise refused as stale.
+    pub fn attach(
+        self,
+        generation: u64,
+        snapshot: StoreSnapshot,
+    ) -> Result<EmbeddedIndex, LoadError> {
+        let mut index = self.0;
+        if index.generation != generation {
+            return Err(LoadError::Stale(format!(
+                "built from store generation {}, the store is at {generation}",
+                index.generation
+            )));
+        }
+        index.scans.read_from(snapshot.clone());
+        index.records = Records::Store(Box::new(snapshot));
+        Ok(index)
     }
 }
 

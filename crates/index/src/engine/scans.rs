@@ -217,8 +217,9 @@ impl ScanRecords {
         w.u32s(&self.ids)
     }
 
-    /// Reads what [`Self::write`] wrote; the records are then read from `snapshot`.
-    pub fn read<R: Read>(r: &mut Reader<R>, snapshot: StoreSnapshot) -> Result<Self, LoadError> {
+    /// Reads what [`Self::write`] wrote; the records are read from the snapshot given to
+    /// [`Self::read_from`] (until then none is held).
+    pub fn read<R: Read>(r: &mut Reader<R>) -> Result<Self, LoadError> {
         let bad = |why: &str| LoadError::Corrupt(format!("domain-scan lookups: {why}"));
         let names = StrPostings::read(r, "domain-scan names", u32::MAX as usize)?;
         let records = names.len();
@@ -266,7 +267,7 @@ impl ScanRecords {
         }
         let (from, lists) = invert(&starts, &ids, records);
         Ok(Self {
-            source: Source::Store(snapshot),
+            source: Source::Memory(Vec::new()),
             names,
             within,
             listed,
