@@ -3,9 +3,8 @@
 //!
 //! - Hosts get ordinals `0..n` in host order (sorted order keys, IPv4 ones as 4 bytes: exact IP,
 //!   CIDR ranges and `after` are binary searches); services get ordinals `0..m` in host
-//!   order, then port and protocol, with each host's service range; a service's host is
-//!   found in the ranges ([`Owners`], galloping from the last one found, as every walk over
-//!   services is ascending), so no service → host column is held.
+//!   order, then port and protocol, with each host's service range and each service's host
+//!   ([`ServiceHosts`]: about a byte a service, derived from the ranges).
 //! - `postings`: per value, the bitmap of services (port, protocol, product words, CPE, CVE,
 //!   CVSS in tenths, exploit flag, certificate names) or of hosts (country, ASN, stored names
 //!   under each parent domain, organization values).
@@ -156,10 +155,10 @@ pub struct EmbeddedIndex {
     keys: OrderKeys,
     /// Where the records shown are read from.
     records: Records,
-    /// Host ordinal → first service ordinal; one more entry closes the last range. A
-    /// service's host is found in it ([`Owners`]: the answers walk services in ascending
-    /// order), so no service → host column is held.
+    /// Host ordinal → first service ordinal; one more entry closes the last range.
     service_start: Vec<u32>,
+    /// Service ordinal → host ordinal, derived from `service_start`.
+    service_hosts: ServiceHosts,
     /// Host ordinal → position in micro-degrees (latitude, longitude), what exposure sums
     /// of every match; `(0, 0)` for a host without one (its place id says so).
     positions: Vec<(i32, i32)>,
@@ -178,40 +177,52 @@ pub struct EmbeddedIndex {
     scans: ScanRecords,
 }
 
-/// The hosts of services asked in ascending order (any order answers, an earlier service
-/// starting the search over): the host whose service range holds the service, found from
-/// the last one by galloping through `service_start`, so a walk over many services mostly
-/// compares one start.
-struct Owners<'a> {
-    /// The index's `service_start`.
-    starts: &'a [u32],
-    /// The host found last.
-    host: usize,
+/// Service ordinal → host ordinal in about a byte a service: per block of [`Self::BLOCK`]
+/// services the host of its first, and per service how many hosts after that one its own is
+/// (below the block's length, as every host has a service). Built from `service_start`,
+/// where a column of host ordinals took four bytes a service.
+#[derive(Debug, Default)]
+struct ServiceHosts {
+    first: Box<[u32]>,
+    after: Box<[u8]>,
 }
 
-impl Owners<'_> {
+impl ServiceHosts {
+    const BLOCK: usize = 256;
+
+    /// The hosts of the services of `starts` (each host's first service, then the number of
+    /// services); `None` when a host has no service.
+    fn new(starts: &[u32]) -> Option<Self> {
+        let services = starts.last().copied().unwrap_or(0) as usize;
+        let mut first = Vec::with_capacity(services.div_ceil(Self::BLOCK));
+        let mut after = Vec::with_capacity(services);
+        for (host, range) in starts.windows(2).enumerate() {
+            if range[0] >= range[1] {
+                return None;
+            }
+            let host = u32::try_from(host).ok()?;
+            for s in range[0]..range[1] {
+                if s as usize % Self::BLOCK == 0 {
+                    first.push(host);
+                }
+                after.push(u8::try_from(host - first.last().copied()?).ok()?);
+            }
+        }
+        Some(Self {
+            first: first.into_boxed_slice(),
+            after: after.into_boxed_slice(),
+        })
+    }
+
     /// The host owning service `s`; `None` past the last service.
-    fn of(&mut self, s: u32) -> Option<u32> {
-        let starts = self.starts;
-        if starts.get(self.host).is_none_or(|first| *first > s) {
-            self.host = 0;
-        }
-        // `starts[low] <= s`; find `high` with `starts[high] > s` (or the end).
-        let (mut low, mut step) = (self.host, 1);
-        let mut high = low + 1;
-        while starts.get(high).is_some_and(|start| *start <= s) {
-            low = high;
-            high = low + step;
-            step *= 2;
-        }
-        let high = high.min(starts.len());
-        let host = low + starts.get(low..high)?.partition_point(|start| *start <= s) - 1;
-        // The last entry closes the last host's range: a service at or past it has none.
-        if host + 1 >= starts.len() {
-            return None;
-        }
-        self.host = host;
-        u32::try_from(host).ok()
+    #[inline]
+    fn of(&self, s: u32) -> Option<u32> {
+        let s = s as usize;
+        Some(self.first.get(s / Self::BLOCK)? + u32::from(*self.after.get(s)?))
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.first.len() * 4 + self.after.len()
     }
 }
 
@@ -295,6 +306,7 @@ impl EmbeddedIndex {
             keys: OrderKeys::default(),
             records: Records::Memory(Vec::new()),
             service_start: vec![0],
+            service_hosts: ServiceHosts::default(),
             positions: Vec::new(),
             countries: Vec::new(),
             services: ServicePostings::default(),
@@ -356,6 +368,8 @@ impl EmbeddedIndex {
         self.place_ids.finish();
         self.keys.shrink_to_fit();
         self.service_start.shrink_to_fit();
+        // Every host kept has a current service.
+        self.service_hosts = ServiceHosts::new(&self.service_start).ok_or(BuildError::TooLarge)?;
         self.positions.shrink_to_fit();
         self.countries.shrink_to_fit();
         if let Records::Memory(records) = &mut self.records {
@@ -378,6 +392,7 @@ impl EmbeddedIndex {
     pub fn stats(&self) -> EngineStats {
         let ordinals = self.keys.heap_bytes()
             + self.service_start.len() * 4
+            + self.service_hosts.heap_bytes()
             + self.countries.len() * 2
             + self.positions.len() * size_of::<(i32, i32)>();
         let bytes = ordinals
@@ -424,12 +439,9 @@ impl EmbeddedIndex {
         self.service_start.last().copied().unwrap_or(0)
     }
 
-    /// A lookup of the hosts of services asked in ascending order.
-    fn owners(&self) -> Owners<'_> {
-        Owners {
-            starts: &self.service_start,
-            host: 0,
-        }
+    /// Each service's host.
+    fn owners(&self) -> &ServiceHosts {
+        &self.service_hosts
     }
 
     /// The services of host `h`, as a range of service ordinals.
@@ -471,7 +483,7 @@ impl EmbeddedIndex {
     /// The hosts owning the given services.
     fn hosts_of(&self, services: &RoaringBitmap) -> RoaringBitmap {
         let mut hosts = Vec::new();
-        let mut owners = self.owners();
+        let owners = self.owners();
         let mut it = services.iter();
         while let Some(s) = it.next() {
             let Some(h) = owners.of(s) else {
@@ -558,7 +570,7 @@ impl EmbeddedIndex {
             let candidates = services & repeats;
             // Each candidate costs a few lookups, each service of a pass one step.
             if candidates.len() <= services.len() / 16 + 64 {
-                let mut owners = self.owners();
+                let owners = self.owners();
                 let repeated = candidates
                     .iter()
                     .filter(|s| {
@@ -571,7 +583,7 @@ impl EmbeddedIndex {
         }
         let mut last = u32::MAX;
         let mut hosts = 0;
-        let mut owners = self.owners();
+        let owners = self.owners();
         for s in services {
             let Some(h) = owners.of(s) else {
                 break;
@@ -678,7 +690,7 @@ impl EmbeddedIndex {
         };
         let mut current = u32::MAX;
         let mut keep = false;
-        let mut owners = self.owners();
+        let owners = self.owners();
         for s in services {
             let Some(h) = owners.of(s) else {
                 break;
@@ -914,7 +926,7 @@ impl EmbeddedIndex {
             .unwrap_or(u32::MAX);
         let mut page = Vec::with_capacity(limit + 1);
         let mut it = services.range(first..);
-        let mut owners = self.owners();
+        let owners = self.owners();
         while let Some(s) = it.next() {
             let Some(h) = owners.of(s) else {
                 break;
@@ -998,17 +1010,17 @@ fn with_causes(e: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::Owners;
+    use super::ServiceHosts;
     use proptest::prelude::*;
 
     proptest! {
-        /// Each service's host is the one whose range holds it, asked in any order (mostly
-        /// ascending, as the answers ask), and a service past the last range has none.
+        /// Each service's host is the one whose range holds it, however many services the
+        /// hosts have (a block of services spanning one host or many), and a service past
+        /// the last range has none.
         #[test]
-        fn owners_are_the_hosts_whose_ranges_hold_the_services(
-            sizes in prop::collection::vec(1u32..40, 0..60),
-            asked in prop::collection::vec(0u32..1_500, 0..80),
-            sort in any::<bool>(),
+        fn service_hosts_are_the_hosts_whose_ranges_hold_the_services(
+            sizes in prop::collection::vec(prop_oneof![1u32..4, 1u32..600], 0..600),
+            asked in prop::collection::vec(any::<u32>(), 0..20),
         ) {
             let mut starts = vec![0u32];
             let mut plain = Vec::new();
@@ -1016,13 +1028,16 @@ mod tests {
                 plain.extend((0..*size).map(|_| host as u32));
                 starts.push(starts[host] + size);
             }
-            let mut asked = asked;
-            if sort {
-                asked.sort_unstable();
+            let hosts = ServiceHosts::new(&starts).expect("every host has a service");
+            let total = plain.len() as u32;
+            for s in (0..total + 3).chain(asked) {
+                prop_assert_eq!(hosts.of(s), plain.get(s as usize).copied(), "service {}", s);
             }
-            let mut owners = Owners { starts: &starts, host: 0 };
-            for s in asked {
-                prop_assert_eq!(owners.of(s), plain.get(s as usize).copied(), "service {}", s);
+            prop_assert_eq!(hosts.heap_bytes(), plain.len() + plain.len().div_ceil(256) * 4);
+            // A host without a service is refused.
+            if let Some(last) = starts.last().copied() {
+                starts.push(last);
+                prop_assert!(ServiceHosts::new(&starts).is_none());
             }
         }
     }

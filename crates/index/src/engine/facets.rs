@@ -361,7 +361,7 @@ impl By<'_> {
     fn twice(&self, twice: &RoaringBitmap, candidates: &mut BTreeSet<Value>) -> Vec<u32> {
         let (index, field, services) = (self.index, self.field, self.services);
         let mut repeated: Vec<u32> = Vec::new();
-        let mut owners = index.owners();
+        let owners = index.owners();
         for s in twice {
             let Some(h) = owners.of(s) else {
                 continue;
@@ -422,7 +422,7 @@ impl By<'_> {
         let mut held: Vec<u32> = Vec::with_capacity(8);
         let mut matched = false;
         let mut keep = false;
-        let mut owners = self.index.owners();
+        let owners = self.index.owners();
         for s in self.services {
             let Some(h) = owners.of(s) else {
                 break;

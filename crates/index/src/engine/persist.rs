@@ -572,6 +572,8 @@ impl EmbeddedIndex {
                 Err(corrupt("a service's host is not the one its range says"))
             }
         })?;
+        let service_hosts = super::ServiceHosts::new(&service_start)
+            .ok_or_else(|| corrupt("a host without a service"))?;
         let positions = r.column(hosts, |p: [u8; 8]| {
             let [a, b, c, d, e, f, g, h] = p;
             (
@@ -615,6 +617,7 @@ impl EmbeddedIndex {
             // Until attached.
             records: Records::Memory(Vec::new()),
             service_start,
+            service_hosts,
             countries,
             positions,
             services: service_postings,
