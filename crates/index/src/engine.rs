@@ -202,7 +202,7 @@ impl ServiceHosts {
             }
             let host = u32::try_from(host).ok()?;
             for s in range[0]..range[1] {
-                if s as usize % Self::BLOCK == 0 {
+                if (s as usize).is_multiple_of(Self::BLOCK) {
                     first.push(host);
                 }
                 after.push(u8::try_from(host - first.last().copied()?).ok()?);
