@@ -201,11 +201,16 @@ impl ServiceHosts {
                 return None;
             }
             let host = u32::try_from(host).ok()?;
-            for s in range[0]..range[1] {
-                if (s as usize).is_multiple_of(Self::BLOCK) {
+            // The host's services a block at a time.
+            let (mut s, end) = (range[0] as usize, range[1] as usize);
+            while s < end {
+                if s.is_multiple_of(Self::BLOCK) {
                     first.push(host);
                 }
-                after.push(u8::try_from(host - first.last().copied()?).ok()?);
+                let upto = (s / Self::BLOCK + 1).saturating_mul(Self::BLOCK).min(end);
+                let offset = u8::try_from(host - first.last().copied()?).ok()?;
+                after.extend(std::iter::repeat_n(offset, upto - s));
+                s = upto;
             }
         }
         Some(Self {
