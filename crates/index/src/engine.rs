@@ -4,7 +4,7 @@
 //! - Hosts get ordinals `0..n` in host order (sorted order keys, IPv4 ones as 4 bytes: exact IP,
 //!   CIDR ranges and `after` are binary searches); services get ordinals `0..m` in host
 //!   order, then port and protocol, with each host's service range and each service's host
-//!   ([`ServiceHosts`]: about a byte a service, derived from the ranges).
+//!   (`ServiceHosts`: about a byte a service, derived from the ranges).
 //! - `postings`: per value, the bitmap of services (port, protocol, product words, CPE, CVE,
 //!   CVSS in tenths, exploit flag, certificate names) or of hosts (country, ASN, stored names
 //!   under each parent domain, organization values).
