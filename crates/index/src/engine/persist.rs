@@ -16,7 +16,10 @@
 //! them); version 5 the compact text form, the compact positions and the four-lane
 //! checksum; version 4 the CVSS "from" postings and the port and protocol repeats. A file of
 //! an older version is stale: it is rebuilt, never read. Bitmaps are roaring's portable
-//! serialization.
+//! serialization, written with run containers where runs are smaller. The file keeps some
+//! columns wider than memory does (each service's host, the title and place ids, the CVSS
+//! band and exploit flag, every shared set of a string posting as a bitmap): a load checks
+//! them and holds them compact, so files written before still load.
 //!
 //! **Validity:** a file is used only when its generation equals the store snapshot's (every
 //! committed batch advances the store's generation) and its settings equal the ones asked
@@ -474,7 +477,7 @@ impl EmbeddedIndex {
         w.u128s(self.keys.iter())?;
         w.len(self.service_count() as usize)?;
         w.u32s(&self.service_start)?;
-        // Each service's host (the index finds it in the ranges; the file keeps format 6).
+        // Each service's host (the index derives it from the ranges; the file keeps it).
         let mut owners = Vec::with_capacity(1 << 14);
         for (host, range) in self.service_start.windows(2).enumerate() {
             // The hosts are numbered with `u32`.
@@ -555,8 +558,8 @@ impl EmbeddedIndex {
         if !ranges_ok {
             return Err(corrupt("service ranges do not fit the hosts"));
         }
-        // The file keeps each service's host; the index finds it in the ranges, which must
-        // say the same.
+        // The file keeps each service's host; the index derives it from the ranges, which
+        // must say the same.
         let (mut host, mut service) = (0u32, 0u32);
         r.each(services, |owner: [u8; 4]| {
             while service_start
