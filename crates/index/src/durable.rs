@@ -466,21 +466,24 @@ impl Bounds {
         }
     }
 
-    /// Where the last record pushed ends.
-    fn end(&self) -> Option<u64> {
-        Some(self.bound(self.low.len().checked_sub(1)?))
+    /// Whether the record of `what` at `loc` may come next: it starts where the last one
+    /// ends (any first one may); otherwise says where that is.
+    fn follows(&self, loc: Loc, what: impl std::fmt::Display) -> Result<(), String> {
+        match self.low.len().checked_sub(1).map(|last| self.bound(last)) {
+            Some(end) if end != loc.at => Err(format!(
+                "the record of {what} starts at {}, not where the previous one ends ({end})",
+                loc.at
+            )),
+            _ => Ok(()),
+        }
     }
 
-    /// Adds the record at `loc` when it starts where the last one ends; otherwise says
-    /// where that is.
-    fn push(&mut self, loc: Loc) -> Result<(), u64> {
-        match self.end() {
-            Some(end) if end != loc.at => return Err(end),
-            Some(_) => {}
-            None => self.push_bound(loc.at),
+    /// Adds the record at `loc`, which [`Self::follows`] accepted.
+    fn push(&mut self, loc: Loc) {
+        if self.low.is_empty() {
+            self.push_bound(loc.at);
         }
         self.push_bound(loc.at + u64::from(loc.len));
-        Ok(())
     }
 
     /// Adds the next bound, at least the last one.
@@ -533,20 +536,12 @@ impl HostIndex {
     /// Adds the record of `key` at `loc`, which must follow the last one added, in key order
     /// and in the file; otherwise says what is wrong.
     fn push(&mut self, key: HostKey, loc: Loc) -> Result<(), String> {
-        if let Some(end) = self.bounds.end()
-            && end != loc.at
-        {
-            return Err(format!(
-                "the record of {key} starts at {}, not where the previous one ends ({end})",
-                loc.at
-            ));
-        }
+        self.bounds.follows(loc, key)?;
         self.keys
             .push(key.order())
             .map_err(|OutOfOrder| format!("its host keys are out of order at {key}"))?;
-        self.bounds
-            .push(loc)
-            .map_err(|end| format!("the record of {key} does not start at {end}"))
+        self.bounds.push(loc);
+        Ok(())
     }
 
     /// Every key with where its record is, in order.
@@ -640,12 +635,8 @@ impl NameIndex {
         }
         let end = u32::try_from(self.text.len() + name.len())
             .map_err(|_| format!("its names pass 4 GiB at {name:?}"))?;
-        self.bounds.push(loc).map_err(|end| {
-            format!(
-                "the record of {name:?} starts at {}, not where the previous one ends ({end})",
-                loc.at
-            )
-        })?;
+        self.bounds.follows(loc, format_args!("{name:?}"))?;
+        self.bounds.push(loc);
         self.text.push_str(name);
         self.ends.push(end);
         Ok(())

@@ -444,11 +444,6 @@ impl EmbeddedIndex {
         self.service_start.last().copied().unwrap_or(0)
     }
 
-    /// Each service's host.
-    fn owners(&self) -> &ServiceHosts {
-        &self.service_hosts
-    }
-
     /// The services of host `h`, as a range of service ordinals.
     fn service_range(&self, h: u32) -> std::ops::Range<u32> {
         let h = h as usize;
@@ -488,10 +483,9 @@ impl EmbeddedIndex {
     /// The hosts owning the given services.
     fn hosts_of(&self, services: &RoaringBitmap) -> RoaringBitmap {
         let mut hosts = Vec::new();
-        let owners = self.owners();
         let mut it = services.iter();
         while let Some(s) = it.next() {
-            let Some(h) = owners.of(s) else {
+            let Some(h) = self.service_hosts.of(s) else {
                 break;
             };
             hosts.push(h);
@@ -575,11 +569,13 @@ impl EmbeddedIndex {
             let candidates = services & repeats;
             // Each candidate costs a few lookups, each service of a pass one step.
             if candidates.len() <= services.len() / 16 + 64 {
-                let owners = self.owners();
                 let repeated = candidates
                     .iter()
                     .filter(|s| {
-                        let first = owners.of(*s).map_or(*s, |h| self.service_range(h).start);
+                        let first = self
+                            .service_hosts
+                            .of(*s)
+                            .map_or(*s, |h| self.service_range(h).start);
                         (first..*s).any(|t| services.contains(t))
                     })
                     .count();
@@ -588,9 +584,8 @@ impl EmbeddedIndex {
         }
         let mut last = u32::MAX;
         let mut hosts = 0;
-        let owners = self.owners();
         for s in services {
-            let Some(h) = owners.of(s) else {
+            let Some(h) = self.service_hosts.of(s) else {
                 break;
             };
             hosts += u64::from(h != last);
@@ -695,9 +690,8 @@ impl EmbeddedIndex {
         };
         let mut current = u32::MAX;
         let mut keep = false;
-        let owners = self.owners();
         for s in services {
-            let Some(h) = owners.of(s) else {
+            let Some(h) = self.service_hosts.of(s) else {
                 break;
             };
             if h != current {
@@ -931,9 +925,8 @@ impl EmbeddedIndex {
             .unwrap_or(u32::MAX);
         let mut page = Vec::with_capacity(limit + 1);
         let mut it = services.range(first..);
-        let owners = self.owners();
         while let Some(s) = it.next() {
-            let Some(h) = owners.of(s) else {
+            let Some(h) = self.service_hosts.of(s) else {
                 break;
             };
             if hosts.is_none_or(|set| set.contains(h)) && shadow.is_none_or(|set| !set.contains(h))

@@ -464,6 +464,41 @@ fn saved_index(dir: &TempStore) -> Saved {
     }
 }
 
+/// The file keeps each service's host, which a load derives from the hosts' service ranges
+/// instead: a column that disagrees with the ranges is refused by that check (before the
+/// checksum at the end is compared), and the index is rebuilt.
+#[test]
+fn a_service_host_column_that_disagrees_with_the_ranges_is_refused() {
+    let dir = TempStore::new("owners");
+    let Saved {
+        expected,
+        file,
+        good,
+    } = saved_index(&dir);
+    // Magic, version, generation, build time and the two settings; then the hosts, their
+    // 16-byte keys, the services, the hosts' first services and one more, then the column.
+    let word = |at: usize| u64::from_le_bytes(good[at..at + 8].try_into().unwrap()) as usize;
+    let hosts = word(44);
+    let column = 44 + 8 + 16 * hosts + 8 + 4 * (hosts + 1);
+    assert!(hosts > 1 && word(44 + 8 + 16 * hosts) > 1);
+    let mut moved = good.clone();
+    // The first service is the first host's (0); say it is the second's.
+    moved[column..column + 4].copy_from_slice(&1u32.to_le_bytes());
+    std::fs::write(&file, moved).unwrap();
+    let (live, opened) = LiveIndex::open(&dir.path(), IndexConfig::default(), now()).unwrap();
+    assert!(
+        matches!(
+            &opened,
+            Opened::Built {
+                why: LoadError::Corrupt(why),
+                saved: Ok(())
+            } if why.contains("a service's host is not the one its range says")
+        ),
+        "{opened:?}"
+    );
+    assert_eq!(count(&live, "port:443"), expected);
+}
+
 #[test]
 fn a_damaged_index_file_is_never_used() {
     let dir = TempStore::new("damaged");

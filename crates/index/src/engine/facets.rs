@@ -361,9 +361,8 @@ impl By<'_> {
     fn twice(&self, twice: &RoaringBitmap, candidates: &mut BTreeSet<Value>) -> Vec<u32> {
         let (index, field, services) = (self.index, self.field, self.services);
         let mut repeated: Vec<u32> = Vec::new();
-        let owners = index.owners();
         for s in twice {
-            let Some(h) = owners.of(s) else {
+            let Some(h) = index.service_hosts.of(s) else {
                 continue;
             };
             let range = index.service_range(h);
@@ -422,9 +421,8 @@ impl By<'_> {
         let mut held: Vec<u32> = Vec::with_capacity(8);
         let mut matched = false;
         let mut keep = false;
-        let owners = self.index.owners();
         for s in self.services {
-            let Some(h) = owners.of(s) else {
+            let Some(h) = self.index.service_hosts.of(s) else {
                 break;
             };
             if h != host {

@@ -560,23 +560,18 @@ impl EmbeddedIndex {
         }
         // The file keeps each service's host; the index derives it from the ranges, which
         // must say the same.
-        let (mut host, mut service) = (0u32, 0u32);
+        let service_hosts = super::ServiceHosts::new(&service_start)
+            .ok_or_else(|| corrupt("a host without a service"))?;
+        let mut service = 0u32;
         r.each(services, |owner: [u8; 4]| {
-            while service_start
-                .get(host as usize + 1)
-                .is_some_and(|end| *end <= service)
-            {
-                host += 1;
-            }
+            let derived = service_hosts.of(service);
             service += 1;
-            if u32::from_le_bytes(owner) == host {
+            if derived == Some(u32::from_le_bytes(owner)) {
                 Ok(())
             } else {
                 Err(corrupt("a service's host is not the one its range says"))
             }
         })?;
-        let service_hosts = super::ServiceHosts::new(&service_start)
-            .ok_or_else(|| corrupt("a host without a service"))?;
         let positions = r.column(hosts, |p: [u8; 8]| {
             let [a, b, c, d, e, f, g, h] = p;
             (
