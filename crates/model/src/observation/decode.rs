@@ -2,10 +2,11 @@
 //! an operator can act on.
 //!
 //! The kind of a line is read first: from its opening bytes when it starts with `{"kind":…`
-//! (as every writer we know does), otherwise by a skimming parse of the whole line. The line is
-//! then parsed once into the raw struct of its kind without tracking paths; only when that
-//! fails is it parsed a second time through `serde_path_to_error`, so the path of the failure
-//! costs nothing on the lines that are accepted.
+//! (as every writer we know does), otherwise by a skimming parse of the whole line. A line that
+//! the one-pass reader (`one_pass`) gives up on is then parsed here into the raw struct of its
+//! kind without tracking paths; only when that fails is it parsed a second time through
+//! `serde_path_to_error`, so the path of the failure costs nothing on the lines that are
+//! accepted.
 
 use serde::Deserialize;
 use serde_json::error::Category;

@@ -11,6 +11,7 @@ mod check;
 mod decode;
 mod domain_scan;
 mod host;
+mod one_pass;
 mod raw;
 mod reader;
 mod service;

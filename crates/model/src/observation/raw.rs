@@ -141,7 +141,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Line<T> {
 pub(super) struct RawService<'a> {
     /// Already read by the kind dispatch; declared so that it is not an unknown member.
     #[serde(rename = "kind")]
-    _kind: Option<IgnoredAny>,
+    pub _kind: Option<IgnoredAny>,
     #[serde(borrow)]
     pub ip: Option<Text<'a>>,
     pub port: Option<Number>,
@@ -356,7 +356,7 @@ pub(super) struct RawWhois<'a> {
 pub(super) struct RawDomain<'a> {
     /// Already read by the kind dispatch.
     #[serde(rename = "kind")]
-    _kind: Option<IgnoredAny>,
+    pub _kind: Option<IgnoredAny>,
     #[serde(borrow)]
     pub name: Option<Text<'a>>,
     #[serde(borrow)]

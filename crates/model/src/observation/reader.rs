@@ -1,13 +1,13 @@
 //! Parsing one line of the observation format into a validated [`Observation`].
 //!
 //! [`ObservationReader`] counts lines, skips blank ones, enforces the line-size bound, and hands
-//! the rest to the decoder (JSON to raw serde structs) and to the validation pass of the line's
-//! kind. Whatever fails becomes a [`ReadError`] naming the line, the member and the reason.
+//! the rest to the decoder (JSON to raw structs: in one pass where `one_pass` can, else through
+//! serde_json) and to the validation pass of the line's kind. Whatever fails becomes a [`ReadError`] naming the line, the member and the reason.
 
 use super::check::Invalid;
 use super::decode::{Kind, decode, kind};
 use super::view::ServiceView;
-use super::{DomainScan, MAX_LINE_BYTES, Observation, domain_scan, service};
+use super::{DomainScan, MAX_LINE_BYTES, Observation, domain_scan, one_pass, service};
 use crate::Timestamp;
 
 /// A rejected line: where, which field, why.
@@ -80,9 +80,11 @@ impl ObservationReader {
             return Ok(None);
         }
         let parsed = match kind(text) {
-            Ok(Kind::Service) => decode(text)
+            Ok(Kind::Service) => one_pass::service(text)
+                .map_or_else(|| decode(text), Ok)
                 .and_then(|raw| service::service(&raw, self.now).map(|s| f(LineView::Service(s)))),
-            Ok(Kind::Domain) => decode(text)
+            Ok(Kind::Domain) => one_pass::domain(text)
+                .map_or_else(|| decode(text), Ok)
                 .and_then(|raw| domain_scan::domain_scan(raw, self.now))
                 .map(|d| f(LineView::Domain(d))),
             Err(e) => Err(e),
