@@ -9,7 +9,7 @@ use super::check::{
     At, Invalid, at_most, hex, integer, opt_text, parsed, quoted, required, text, timestamp, unique,
 };
 use super::raw::{
-    RawCertificate, RawHttp, RawProduct, RawSsh, RawTls, RawVulnerabilities, Text, TextMap,
+    Checked, RawCertificate, RawHttp, RawProduct, RawSsh, RawTls, RawVulnerabilities, Text, TextMap,
 };
 use super::view::{
     CertificateView, HttpView, ProductView, SshView, SummaryView, TlsView, VulnerabilitiesView,
@@ -149,7 +149,7 @@ fn subject_alt_name<'r>(raw: &'r Text<'_>) -> Result<Cow<'r, str>, Invalid> {
         Some(rest) => (true, rest),
         None => (false, text),
     };
-    let name = parsed(&Text(rest.into()), DomainName::parse)?;
+    let name = parsed(&Text(rest.into(), Checked::Unknown), DomainName::parse)?;
     let name: Cow<'r, str> = if name.as_str() == rest {
         Cow::Borrowed(text)
     } else if wildcard {

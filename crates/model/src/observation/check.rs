@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use serde_json::Number;
 
-use super::raw::Text;
+use super::raw::{Checked, Text};
 use crate::error::InvalidValue;
 use crate::{DomainName, Timestamp};
 
@@ -96,7 +96,7 @@ pub(super) fn required<T>(value: Option<T>) -> Result<T, Invalid> {
 /// A string of at most `max` characters without control characters, borrowed.
 pub(super) fn text<'r>(value: &'r Text<'_>, max: usize) -> Result<&'r str, Invalid> {
     check_len(&value.0, max)?;
-    if has_control(value.0.as_bytes()) {
+    if value.1 == Checked::Unknown && has_control(value.0.as_bytes()) {
         // The control characters are ASCII, so a byte scan finds them (UTF-8 continuation
         // bytes are all >= 0x80).
         let b = value

@@ -5,11 +5,13 @@
 //! knows the two line shapes and walks the line once, filling the same structs. It is partial
 //! by design: wherever it cannot be sure of giving exactly what serde_json gives — a member
 //! serde would refuse (unknown, duplicate, of the wrong type), a key with an escape, a lone
-//! surrogate, a control character in a string, a number whose value serde would compute with
-//! more than one rounding, anything after the object — it gives up with `None`, and the line
-//! takes the serde path, which accepts it or says precisely what is wrong with it. So this
-//! reader never rejects a line and never words an error; a property test holds it to serde's
-//! answer over random lines.
+//! surrogate, a control character in a string (U+007F too, which JSON allows), a number whose
+//! value serde would compute with more than one rounding, anything after the object — it gives
+//! up with `None`, and the line takes the serde path, which accepts it or says precisely what
+//! is wrong with it. So this reader never rejects a line and never words an error; a property
+//! test holds it to serde's answer over random lines. What it learns on the way is kept: a
+//! string without escapes that it read holds no control character ([`Checked::NoControl`]),
+//! so the rules need not look again.
 
 use std::borrow::Cow;
 
@@ -17,7 +19,7 @@ use serde::de::IgnoredAny;
 use serde_json::Number;
 
 use super::raw::{
-    RawAsn, RawAsns, RawCertificate, RawDomain, RawHost, RawHttp, RawLocation, RawProduct,
+    Checked, RawAsn, RawAsns, RawCertificate, RawDomain, RawHost, RawHttp, RawLocation, RawProduct,
     RawProvider, RawService, RawSsh, RawTls, RawVulnerabilities, RawWhois, Text, TextMap,
 };
 
@@ -513,7 +515,8 @@ impl<'a> Cursor<'a> {
         self.text().map(|_| IgnoredAny)
     }
 
-    /// A string: borrowed from the line when it has no escape.
+    /// A string: borrowed from the line when it has no escape (and then known to hold no
+    /// control character: [`plain_run`] stops at one).
     fn text(&mut self) -> Option<Text<'a>> {
         self.expect(b'"')?;
         let bytes = self.bytes();
@@ -521,7 +524,10 @@ impl<'a> Cursor<'a> {
         let mut end = plain_run(bytes, start);
         if bytes.get(end) == Some(&b'"') {
             self.at = end + 1;
-            return Some(Text(Cow::Borrowed(self.line.get(start..end)?)));
+            return Some(Text(
+                Cow::Borrowed(self.line.get(start..end)?),
+                Checked::NoControl,
+            ));
         }
         let mut owned = String::with_capacity(end - start + 16);
         owned.push_str(self.line.get(start..end)?);
@@ -529,12 +535,14 @@ impl<'a> Cursor<'a> {
             match *bytes.get(end)? {
                 b'"' => {
                     self.at = end + 1;
-                    return Some(Text(Cow::Owned(owned)));
+                    // An escape may have written a control character.
+                    return Some(Text(Cow::Owned(owned), Checked::Unknown));
                 }
                 b'\\' => {
                     end = self.unescape(end + 1, &mut owned)?;
                 }
-                // A control character: serde_json refuses it, with its own words.
+                // A control character: serde_json refuses it, with its own words (or accepts
+                // U+007F, which the rules then judge).
                 _ => return None,
             }
             let run = plain_run(bytes, end);
@@ -737,7 +745,8 @@ fn hex4(hex: &[u8]) -> Option<u32> {
 }
 
 /// The index of the first byte from `at` that ends a plain run of string text: a quote, a
-/// backslash or a control character (or the end). Eight bytes at a time.
+/// backslash or a control character, U+0000–U+001F or U+007F (or the end). Eight bytes at a
+/// time.
 fn plain_run(bytes: &[u8], mut at: usize) -> usize {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
@@ -745,10 +754,12 @@ fn plain_run(bytes: &[u8], mut at: usize) -> usize {
         let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
         let quote = word ^ (ONES * u64::from(b'"'));
         let backslash = word ^ (ONES * u64::from(b'\\'));
+        let delete = word ^ (ONES * 0x7f);
         // A byte's high bit is set where it is zero (or below 0x20): exact for the lowest such
         // byte, which is the one wanted (borrows only run upward).
         let hits = (quote.wrapping_sub(ONES) & !quote)
             | (backslash.wrapping_sub(ONES) & !backslash)
+            | (delete.wrapping_sub(ONES) & !delete)
             | (word.wrapping_sub(ONES * 0x20) & !word);
         let hits = hits & HIGHS;
         if hits != 0 {
@@ -757,7 +768,7 @@ fn plain_run(bytes: &[u8], mut at: usize) -> usize {
         at += 8;
     }
     while let Some(&b) = bytes.get(at) {
-        if matches!(b, b'"' | b'\\' | 0..=0x1f) {
+        if matches!(b, b'"' | b'\\' | 0..=0x1f | 0x7f) {
             break;
         }
         at += 1;
@@ -774,7 +785,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::{domain, service};
-    use crate::observation::raw::{Line, RawDomain, RawService};
+    use crate::observation::raw::{self, Checked, Line, RawDomain, RawService};
 
     /// What a member holds.
     #[derive(Clone, Copy)]
@@ -1086,7 +1097,7 @@ mod tests {
                     "\\ud83d\\ude00",
                     "\\t",
                     "\\u0000",
-                    "\u{7f}",
+                    "\\u007f",
                     "ä",
                 ];
                 let odd = [
@@ -1100,6 +1111,7 @@ mod tests {
                     "\\uD83D\\uDE00",
                     "\\u00E9",
                     "\\b\\f\\r",
+                    "\u{7f}",
                 ];
                 let piece = if self.odd() {
                     self.pick(&odd)
@@ -1258,6 +1270,18 @@ mod tests {
         for line in lines {
             assert!(service(line).is_none(), "read {line}");
         }
+    }
+
+    #[test]
+    fn only_plain_strings_are_known_to_hold_no_control() {
+        let line = r#"{"kind":"service","ip":"192.0.2.1","error":"a\tb","status":"c\u00e9"}"#;
+        let read = service(line).expect("read");
+        let checked = |t: Option<raw::Text<'_>>| t.map(|t| t.1);
+        assert_eq!(checked(read.ip), Some(Checked::NoControl));
+        assert_eq!(checked(read.error), Some(Checked::Unknown));
+        assert_eq!(checked(read.status), Some(Checked::Unknown));
+        // U+007F is allowed by JSON and refused by the rules: serde's path reads it.
+        assert!(service("{\"kind\":\"service\",\"ip\":\"a\u{7f}\"}").is_none());
     }
 
     #[test]

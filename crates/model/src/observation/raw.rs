@@ -15,9 +15,26 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Number;
 
-/// A JSON string, borrowed from the line when it has no escapes.
-#[derive(Debug)]
-pub(super) struct Text<'a>(pub Cow<'a, str>);
+/// A JSON string, borrowed from the line when it has no escapes, and whether it is known to
+/// hold no control character ([`Checked`]: the one-pass reader knows it of the plain strings
+/// it read; serde's strings are checked by the rules that need it).
+pub(super) struct Text<'a>(pub Cow<'a, str>, pub Checked);
+
+/// Whether a [`Text`] is known to hold no control character (U+0000–U+001F, U+007F).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Checked {
+    /// Known to hold none.
+    NoControl,
+    /// Not looked at.
+    Unknown,
+}
+
+/// The string alone: where it came from and what is known of it are not its value.
+impl fmt::Debug for Text<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Text").field(&self.0).finish()
+    }
+}
 
 impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -35,15 +52,15 @@ impl<'de> Visitor<'de> for TextVisitor {
     }
 
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Text(Cow::Borrowed(v)))
+        Ok(Text(Cow::Borrowed(v), Checked::Unknown))
     }
 
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Text(Cow::Owned(v.to_owned())))
+        Ok(Text(Cow::Owned(v.to_owned()), Checked::Unknown))
     }
 
     fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Text(Cow::Owned(v)))
+        Ok(Text(Cow::Owned(v), Checked::Unknown))
     }
 }
 
