@@ -661,16 +661,20 @@ fn read_all(
                                 }
                             }
                         }
-                        Line::Parsed(Parsed::Blank) => tally.blank += 1,
-                        Line::Parsed(Parsed::Rejected(r)) => tally
-                            .reject(format!("{name}:line {}: {}: {}", r.line, r.field, r.reason)),
-                        Line::Parsed(Parsed::Observation(obs)) => {
-                            tally.count(&obs);
-                            let origin = (index, chunk.number(i));
-                            if !sink.push(obs, chunk.content(i), origin, &mut tally.waiting) {
-                                return Ok(tally);
+                        Line::Parsed(parsed) => match *parsed {
+                            Parsed::Blank => tally.blank += 1,
+                            Parsed::Rejected(r) => tally.reject(format!(
+                                "{name}:line {}: {}: {}",
+                                r.line, r.field, r.reason
+                            )),
+                            Parsed::Observation(obs) => {
+                                tally.count(&obs);
+                                let origin = (index, chunk.number(i));
+                                if !sink.push(obs, chunk.content(i), origin, &mut tally.waiting) {
+                                    return Ok(tally);
+                                }
                             }
-                        }
+                        },
                     }
                 }
                 progress.lines.store(tally.lines, Ordering::Relaxed);
