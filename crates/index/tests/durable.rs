@@ -266,9 +266,11 @@ fn the_order_of_batches_does_not_matter() {
 #[test]
 fn many_batches_merge_runs_and_keep_every_record() {
     let observations = synth(600, 11);
-    // Small batches: 8 runs of a tier are merged into one of the next, so 150 batches
-    // reach tier 2.
-    let batches: Vec<&[Observation]> = observations.chunks(observations.len() / 150).collect();
+    // Small batches: FANOUT runs of a tier are merged into one of the next, so FANOUT²
+    // batches and more reach tier 2.
+    let batches: Vec<&[Observation]> = observations
+        .chunks(observations.len() / (FANOUT * FANOUT + 16))
+        .collect();
     assert!(batches.len() >= FANOUT * FANOUT, "{}", batches.len());
     let dir = TempDir::new("many");
     let mut store = DurableStore::open(&dir.store()).unwrap();
