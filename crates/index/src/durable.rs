@@ -87,7 +87,7 @@ pub const RUN_END: &[u8; 8] = b"PSCEND02";
 const FOOTER_LEN: u64 = 48;
 /// Runs of one tier merged at once. Sixteen rather than eight: a record is rewritten once per
 /// tier, and a bulk ingest writes a third fewer bytes (at a million hosts 1.9 GB instead of
-/// 2.9 GB, and the kernel's copying of them into the page cache was a sixth of ingest's CPU);
+/// 2.9 GB, and the kernel's copying of them into the page cache was 14% of ingest's CPU);
 /// a store then holds up to twice as many runs at rest, which reads pay a binary search each.
 pub const FANOUT: usize = 16;
 /// A batch waits for the merge in flight once the store holds this many runs (merges run on a

@@ -2,7 +2,8 @@
 //!
 //! [`ObservationReader`] counts lines, skips blank ones, enforces the line-size bound, and hands
 //! the rest to the decoder (JSON to raw structs: in one pass where `one_pass` can, else through
-//! serde_json) and to the validation pass of the line's kind. Whatever fails becomes a [`ReadError`] naming the line, the member and the reason.
+//! serde_json) and to the validation pass of the line's kind. Whatever fails becomes a
+//! [`ReadError`] naming the line, the member and the reason.
 
 use super::check::Invalid;
 use super::decode::{Kind, decode, kind};
