@@ -65,346 +65,164 @@ impl<T> Slot<T> {
     }
 }
 
+/// Reads an object into the raw struct `$raw`: the member named `$name` into `$field` through
+/// `$read` (or `null`, which leaves it `None`), each at most once, and no other member — what
+/// serde's derived `Deserialize` with `deny_unknown_fields` accepts.
+macro_rules! read_object {
+    ($c:expr, $raw:ident { $($field:ident: $name:literal => $read:expr),* $(,)? }) => {{
+        $(let mut $field = Slot::new();)*
+        $c.object(|c, key| match key {
+            $($name => $field.fill(c.or_null($read)?),)*
+            _ => None,
+        })?;
+        Some($raw { $($field: $field.get()),* })
+    }};
+}
+
 fn service_object<'a>(c: &mut Cursor<'a>) -> Option<RawService<'a>> {
-    let mut kind = Slot::new();
-    let mut ip = Slot::new();
-    let mut port = Slot::new();
-    let mut transport = Slot::new();
-    let mut protocol = Slot::new();
-    let mut observed_at = Slot::new();
-    let mut status = Slot::new();
-    let mut error = Slot::new();
-    let mut product = Slot::new();
-    let mut vulnerabilities = Slot::new();
-    let mut tls = Slot::new();
-    let mut http = Slot::new();
-    let mut ssh = Slot::new();
-    let mut summary = Slot::new();
-    let mut host = Slot::new();
-    c.object(|c, key| match key {
-        b"kind" => kind.fill(c.or_null(Cursor::kind)?),
-        b"ip" => ip.fill(c.or_null(Cursor::text)?),
-        b"port" => port.fill(c.or_null(Cursor::number)?),
-        b"transport" => transport.fill(c.or_null(Cursor::text)?),
-        b"protocol" => protocol.fill(c.or_null(Cursor::text)?),
-        b"observed_at" => observed_at.fill(c.or_null(Cursor::text)?),
-        b"status" => status.fill(c.or_null(Cursor::text)?),
-        b"error" => error.fill(c.or_null(Cursor::text)?),
-        b"product" => product.fill(c.or_null(product_object)?),
-        b"vulnerabilities" => vulnerabilities.fill(c.or_null(vulnerabilities_object)?),
-        b"tls" => tls.fill(c.or_null(|c| tls_object(c).map(Box::new))?),
-        b"http" => http.fill(c.or_null(http_object)?),
-        b"ssh" => ssh.fill(c.or_null(ssh_object)?),
-        b"summary" => summary.fill(c.or_null(Cursor::text_map)?),
-        b"host" => host.fill(c.or_null(|c| host_object(c).map(Box::new))?),
-        _ => None,
-    })?;
-    Some(RawService {
-        _kind: kind.get(),
-        ip: ip.get(),
-        port: port.get(),
-        transport: transport.get(),
-        protocol: protocol.get(),
-        observed_at: observed_at.get(),
-        status: status.get(),
-        error: error.get(),
-        product: product.get(),
-        vulnerabilities: vulnerabilities.get(),
-        tls: tls.get(),
-        http: http.get(),
-        ssh: ssh.get(),
-        summary: summary.get(),
-        host: host.get(),
+    read_object!(c, RawService {
+        _kind: b"kind" => Cursor::kind,
+        ip: b"ip" => Cursor::text,
+        port: b"port" => Cursor::number,
+        transport: b"transport" => Cursor::text,
+        protocol: b"protocol" => Cursor::text,
+        observed_at: b"observed_at" => Cursor::text,
+        status: b"status" => Cursor::text,
+        error: b"error" => Cursor::text,
+        product: b"product" => product_object,
+        vulnerabilities: b"vulnerabilities" => vulnerabilities_object,
+        tls: b"tls" => |c| tls_object(c).map(Box::new),
+        http: b"http" => http_object,
+        ssh: b"ssh" => ssh_object,
+        summary: b"summary" => Cursor::text_map,
+        host: b"host" => |c| host_object(c).map(Box::new),
     })
 }
 
 fn product_object<'a>(c: &mut Cursor<'a>) -> Option<RawProduct<'a>> {
-    let mut title = Slot::new();
-    let mut version = Slot::new();
-    let mut cpe = Slot::new();
-    c.object(|c, key| match key {
-        b"title" => title.fill(c.or_null(Cursor::text)?),
-        b"version" => version.fill(c.or_null(Cursor::text)?),
-        b"cpe" => cpe.fill(c.or_null(Cursor::text)?),
-        _ => None,
-    })?;
-    Some(RawProduct {
-        title: title.get(),
-        version: version.get(),
-        cpe: cpe.get(),
+    read_object!(c, RawProduct {
+        title: b"title" => Cursor::text,
+        version: b"version" => Cursor::text,
+        cpe: b"cpe" => Cursor::text,
     })
 }
 
 fn vulnerabilities_object<'a>(c: &mut Cursor<'a>) -> Option<RawVulnerabilities<'a>> {
-    let mut cves = Slot::new();
-    let mut max_cvss = Slot::new();
-    let mut has_exploits = Slot::new();
-    c.object(|c, key| match key {
-        b"cves" => cves.fill(c.or_null(Cursor::texts)?),
-        b"max_cvss" => max_cvss.fill(c.or_null(Cursor::float)?),
-        b"has_exploits" => has_exploits.fill(c.or_null(Cursor::boolean)?),
-        _ => None,
-    })?;
-    Some(RawVulnerabilities {
-        cves: cves.get(),
-        max_cvss: max_cvss.get(),
-        has_exploits: has_exploits.get(),
+    read_object!(c, RawVulnerabilities {
+        cves: b"cves" => Cursor::texts,
+        max_cvss: b"max_cvss" => Cursor::float,
+        has_exploits: b"has_exploits" => Cursor::boolean,
     })
 }
 
 fn tls_object<'a>(c: &mut Cursor<'a>) -> Option<RawTls<'a>> {
-    let mut version = Slot::new();
-    let mut cipher_suite = Slot::new();
-    let mut browser_trusted = Slot::new();
-    let mut certificate = Slot::new();
-    c.object(|c, key| match key {
-        b"version" => version.fill(c.or_null(Cursor::text)?),
-        b"cipher_suite" => cipher_suite.fill(c.or_null(Cursor::text)?),
-        b"browser_trusted" => browser_trusted.fill(c.or_null(Cursor::boolean)?),
-        b"certificate" => certificate.fill(c.or_null(certificate_object)?),
-        _ => None,
-    })?;
-    Some(RawTls {
-        version: version.get(),
-        cipher_suite: cipher_suite.get(),
-        browser_trusted: browser_trusted.get(),
-        certificate: certificate.get(),
+    read_object!(c, RawTls {
+        version: b"version" => Cursor::text,
+        cipher_suite: b"cipher_suite" => Cursor::text,
+        browser_trusted: b"browser_trusted" => Cursor::boolean,
+        certificate: b"certificate" => certificate_object,
     })
 }
 
 fn certificate_object<'a>(c: &mut Cursor<'a>) -> Option<RawCertificate<'a>> {
-    let mut subject_alt_names = Slot::new();
-    let mut common_name = Slot::new();
-    let mut subject_organization = Slot::new();
-    let mut issuer_common_name = Slot::new();
-    let mut issuer_organization = Slot::new();
-    let mut valid_from = Slot::new();
-    let mut valid_until = Slot::new();
-    let mut fingerprint_sha256 = Slot::new();
-    c.object(|c, key| match key {
-        b"subject_alt_names" => subject_alt_names.fill(c.or_null(Cursor::texts)?),
-        b"common_name" => common_name.fill(c.or_null(Cursor::text)?),
-        b"subject_organization" => subject_organization.fill(c.or_null(Cursor::text)?),
-        b"issuer_common_name" => issuer_common_name.fill(c.or_null(Cursor::text)?),
-        b"issuer_organization" => issuer_organization.fill(c.or_null(Cursor::text)?),
-        b"valid_from" => valid_from.fill(c.or_null(Cursor::text)?),
-        b"valid_until" => valid_until.fill(c.or_null(Cursor::text)?),
-        b"fingerprint_sha256" => fingerprint_sha256.fill(c.or_null(Cursor::text)?),
-        _ => None,
-    })?;
-    Some(RawCertificate {
-        subject_alt_names: subject_alt_names.get(),
-        common_name: common_name.get(),
-        subject_organization: subject_organization.get(),
-        issuer_common_name: issuer_common_name.get(),
-        issuer_organization: issuer_organization.get(),
-        valid_from: valid_from.get(),
-        valid_until: valid_until.get(),
-        fingerprint_sha256: fingerprint_sha256.get(),
+    read_object!(c, RawCertificate {
+        subject_alt_names: b"subject_alt_names" => Cursor::texts,
+        common_name: b"common_name" => Cursor::text,
+        subject_organization: b"subject_organization" => Cursor::text,
+        issuer_common_name: b"issuer_common_name" => Cursor::text,
+        issuer_organization: b"issuer_organization" => Cursor::text,
+        valid_from: b"valid_from" => Cursor::text,
+        valid_until: b"valid_until" => Cursor::text,
+        fingerprint_sha256: b"fingerprint_sha256" => Cursor::text,
     })
 }
 
 fn http_object<'a>(c: &mut Cursor<'a>) -> Option<RawHttp<'a>> {
-    let mut status_code = Slot::new();
-    let mut title = Slot::new();
-    let mut server = Slot::new();
-    let mut complete = Slot::new();
-    c.object(|c, key| match key {
-        b"status_code" => status_code.fill(c.or_null(Cursor::number)?),
-        b"title" => title.fill(c.or_null(Cursor::text)?),
-        b"server" => server.fill(c.or_null(Cursor::text)?),
-        b"complete" => complete.fill(c.or_null(Cursor::boolean)?),
-        _ => None,
-    })?;
-    Some(RawHttp {
-        status_code: status_code.get(),
-        title: title.get(),
-        server: server.get(),
-        complete: complete.get(),
+    read_object!(c, RawHttp {
+        status_code: b"status_code" => Cursor::number,
+        title: b"title" => Cursor::text,
+        server: b"server" => Cursor::text,
+        complete: b"complete" => Cursor::boolean,
     })
 }
 
 fn ssh_object<'a>(c: &mut Cursor<'a>) -> Option<RawSsh<'a>> {
-    let mut protocol_version = Slot::new();
-    let mut software_version = Slot::new();
-    let mut host_key_algorithm = Slot::new();
-    let mut host_key_fingerprint = Slot::new();
-    let mut comments = Slot::new();
-    let mut hassh = Slot::new();
-    c.object(|c, key| match key {
-        b"protocol_version" => protocol_version.fill(c.or_null(Cursor::text)?),
-        b"software_version" => software_version.fill(c.or_null(Cursor::text)?),
-        b"host_key_algorithm" => host_key_algorithm.fill(c.or_null(Cursor::text)?),
-        b"host_key_fingerprint" => host_key_fingerprint.fill(c.or_null(Cursor::text)?),
-        b"comments" => comments.fill(c.or_null(Cursor::text)?),
-        b"hassh" => hassh.fill(c.or_null(Cursor::text)?),
-        _ => None,
-    })?;
-    Some(RawSsh {
-        protocol_version: protocol_version.get(),
-        software_version: software_version.get(),
-        host_key_algorithm: host_key_algorithm.get(),
-        host_key_fingerprint: host_key_fingerprint.get(),
-        comments: comments.get(),
-        hassh: hassh.get(),
+    read_object!(c, RawSsh {
+        protocol_version: b"protocol_version" => Cursor::text,
+        software_version: b"software_version" => Cursor::text,
+        host_key_algorithm: b"host_key_algorithm" => Cursor::text,
+        host_key_fingerprint: b"host_key_fingerprint" => Cursor::text,
+        comments: b"comments" => Cursor::text,
+        hassh: b"hassh" => Cursor::text,
     })
 }
 
 fn host_object<'a>(c: &mut Cursor<'a>) -> Option<RawHost<'a>> {
-    let mut location = Slot::new();
-    let mut asn = Slot::new();
-    let mut provider = Slot::new();
-    let mut whois = Slot::new();
-    let mut reverse_dns = Slot::new();
-    let mut dns_name = Slot::new();
-    let mut domain = Slot::new();
-    c.object(|c, key| match key {
-        b"location" => location.fill(c.or_null(location_object)?),
-        b"asn" => asn.fill(c.or_null(asns_object)?),
-        b"provider" => provider.fill(c.or_null(provider_object)?),
-        b"whois" => whois.fill(c.or_null(whois_object)?),
-        b"reverse_dns" => reverse_dns.fill(c.or_null(Cursor::texts)?),
-        b"dns_name" => dns_name.fill(c.or_null(Cursor::text)?),
-        b"domain" => domain.fill(c.or_null(Cursor::text)?),
-        _ => None,
-    })?;
-    Some(RawHost {
-        location: location.get(),
-        asn: asn.get(),
-        provider: provider.get(),
-        whois: whois.get(),
-        reverse_dns: reverse_dns.get(),
-        dns_name: dns_name.get(),
-        domain: domain.get(),
+    read_object!(c, RawHost {
+        location: b"location" => location_object,
+        asn: b"asn" => asns_object,
+        provider: b"provider" => provider_object,
+        whois: b"whois" => whois_object,
+        reverse_dns: b"reverse_dns" => Cursor::texts,
+        dns_name: b"dns_name" => Cursor::text,
+        domain: b"domain" => Cursor::text,
     })
 }
 
 fn location_object<'a>(c: &mut Cursor<'a>) -> Option<RawLocation<'a>> {
-    let mut continent = Slot::new();
-    let mut country_code = Slot::new();
-    let mut country_name = Slot::new();
-    let mut subdivision_1 = Slot::new();
-    let mut subdivision_2 = Slot::new();
-    let mut city = Slot::new();
-    let mut latitude = Slot::new();
-    let mut longitude = Slot::new();
-    let mut accuracy_radius_km = Slot::new();
-    c.object(|c, key| match key {
-        b"continent" => continent.fill(c.or_null(Cursor::text)?),
-        b"country_code" => country_code.fill(c.or_null(Cursor::text)?),
-        b"country_name" => country_name.fill(c.or_null(Cursor::text)?),
-        b"subdivision_1" => subdivision_1.fill(c.or_null(Cursor::text)?),
-        b"subdivision_2" => subdivision_2.fill(c.or_null(Cursor::text)?),
-        b"city" => city.fill(c.or_null(Cursor::text)?),
-        b"latitude" => latitude.fill(c.or_null(Cursor::float)?),
-        b"longitude" => longitude.fill(c.or_null(Cursor::float)?),
-        b"accuracy_radius_km" => accuracy_radius_km.fill(c.or_null(Cursor::number)?),
-        _ => None,
-    })?;
-    Some(RawLocation {
-        continent: continent.get(),
-        country_code: country_code.get(),
-        country_name: country_name.get(),
-        subdivision_1: subdivision_1.get(),
-        subdivision_2: subdivision_2.get(),
-        city: city.get(),
-        latitude: latitude.get(),
-        longitude: longitude.get(),
-        accuracy_radius_km: accuracy_radius_km.get(),
+    read_object!(c, RawLocation {
+        continent: b"continent" => Cursor::text,
+        country_code: b"country_code" => Cursor::text,
+        country_name: b"country_name" => Cursor::text,
+        subdivision_1: b"subdivision_1" => Cursor::text,
+        subdivision_2: b"subdivision_2" => Cursor::text,
+        city: b"city" => Cursor::text,
+        latitude: b"latitude" => Cursor::float,
+        longitude: b"longitude" => Cursor::float,
+        accuracy_radius_km: b"accuracy_radius_km" => Cursor::number,
     })
 }
 
 fn asns_object<'a>(c: &mut Cursor<'a>) -> Option<RawAsns<'a>> {
-    let mut research = Slot::new();
-    let mut bgp = Slot::new();
-    let mut network = Slot::new();
-    c.object(|c, key| match key {
-        b"research" => research.fill(c.or_null(asn_object)?),
-        b"bgp" => bgp.fill(c.or_null(asn_object)?),
-        b"network" => network.fill(c.or_null(asn_object)?),
-        _ => None,
-    })?;
-    Some(RawAsns {
-        research: research.get(),
-        bgp: bgp.get(),
-        network: network.get(),
+    read_object!(c, RawAsns {
+        research: b"research" => asn_object,
+        bgp: b"bgp" => asn_object,
+        network: b"network" => asn_object,
     })
 }
 
 fn asn_object<'a>(c: &mut Cursor<'a>) -> Option<RawAsn<'a>> {
-    let mut asn = Slot::new();
-    let mut organization = Slot::new();
-    c.object(|c, key| match key {
-        b"asn" => asn.fill(c.or_null(Cursor::number)?),
-        b"organization" => organization.fill(c.or_null(Cursor::text)?),
-        _ => None,
-    })?;
-    Some(RawAsn {
-        asn: asn.get(),
-        organization: organization.get(),
+    read_object!(c, RawAsn {
+        asn: b"asn" => Cursor::number,
+        organization: b"organization" => Cursor::text,
     })
 }
 
 fn provider_object<'a>(c: &mut Cursor<'a>) -> Option<RawProvider<'a>> {
-    let mut organization = Slot::new();
-    let mut as_organization = Slot::new();
-    let mut isp = Slot::new();
-    c.object(|c, key| match key {
-        b"organization" => organization.fill(c.or_null(Cursor::text)?),
-        b"as_organization" => as_organization.fill(c.or_null(Cursor::text)?),
-        b"isp" => isp.fill(c.or_null(Cursor::text)?),
-        _ => None,
-    })?;
-    Some(RawProvider {
-        organization: organization.get(),
-        as_organization: as_organization.get(),
-        isp: isp.get(),
+    read_object!(c, RawProvider {
+        organization: b"organization" => Cursor::text,
+        as_organization: b"as_organization" => Cursor::text,
+        isp: b"isp" => Cursor::text,
     })
 }
 
 fn whois_object<'a>(c: &mut Cursor<'a>) -> Option<RawWhois<'a>> {
-    let mut description = Slot::new();
-    let mut netname = Slot::new();
-    let mut organization = Slot::new();
-    let mut cidr = Slot::new();
-    let mut registry = Slot::new();
-    let mut country_code = Slot::new();
-    c.object(|c, key| match key {
-        b"description" => description.fill(c.or_null(Cursor::text)?),
-        b"netname" => netname.fill(c.or_null(Cursor::text)?),
-        b"organization" => organization.fill(c.or_null(Cursor::text)?),
-        b"cidr" => cidr.fill(c.or_null(Cursor::text)?),
-        b"registry" => registry.fill(c.or_null(Cursor::text)?),
-        b"country_code" => country_code.fill(c.or_null(Cursor::text)?),
-        _ => None,
-    })?;
-    Some(RawWhois {
-        description: description.get(),
-        netname: netname.get(),
-        organization: organization.get(),
-        cidr: cidr.get(),
-        registry: registry.get(),
-        country_code: country_code.get(),
+    read_object!(c, RawWhois {
+        description: b"description" => Cursor::text,
+        netname: b"netname" => Cursor::text,
+        organization: b"organization" => Cursor::text,
+        cidr: b"cidr" => Cursor::text,
+        registry: b"registry" => Cursor::text,
+        country_code: b"country_code" => Cursor::text,
     })
 }
 
 fn domain_object<'a>(c: &mut Cursor<'a>) -> Option<RawDomain<'a>> {
-    let mut kind = Slot::new();
-    let mut name = Slot::new();
-    let mut addresses = Slot::new();
-    let mut observed_at = Slot::new();
-    c.object(|c, key| match key {
-        b"kind" => kind.fill(c.or_null(Cursor::kind)?),
-        b"name" => name.fill(c.or_null(Cursor::text)?),
-        b"addresses" => addresses.fill(c.or_null(Cursor::texts)?),
-        b"observed_at" => observed_at.fill(c.or_null(Cursor::text)?),
-        _ => None,
-    })?;
-    Some(RawDomain {
-        _kind: kind.get(),
-        name: name.get(),
-        addresses: addresses.get(),
-        observed_at: observed_at.get(),
+    read_object!(c, RawDomain {
+        _kind: b"kind" => Cursor::kind,
+        name: b"name" => Cursor::text,
+        addresses: b"addresses" => Cursor::texts,
+        observed_at: b"observed_at" => Cursor::text,
     })
 }
 
