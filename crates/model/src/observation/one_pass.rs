@@ -298,18 +298,31 @@ impl<'a> Cursor<'a> {
 
     /// An object: `member` reads the value of each key (and refuses the keys it does not know).
     fn object(&mut self, mut member: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
-        self.expect(b'{')?;
-        if self.peek()? == b'}' {
+        self.separated(b'{', b'}', |c| {
+            let key = c.key()?;
+            c.expect(b':')?;
+            member(c, key)
+        })
+    }
+
+    /// `open`, then what `item` reads any number of times with commas between, then `close`
+    /// (no comma before it: serde_json refuses a trailing one).
+    fn separated(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.expect(open)?;
+        if self.peek()? == close {
             self.at += 1;
             return Some(());
         }
         loop {
-            let key = self.key()?;
-            self.expect(b':')?;
-            member(self, key)?;
+            item(self)?;
             match self.next()? {
                 b',' => {}
-                b'}' => return Some(()),
+                b if b == close => return Some(()),
                 _ => return None,
             }
         }
@@ -408,40 +421,24 @@ impl<'a> Cursor<'a> {
 
     /// An array of strings.
     fn texts(&mut self) -> Option<Vec<Text<'a>>> {
-        self.expect(b'[')?;
         let mut texts = Vec::new();
-        if self.peek()? == b']' {
-            self.at += 1;
-            return Some(texts);
-        }
-        loop {
-            texts.push(self.text()?);
-            match self.next()? {
-                b',' => {}
-                b']' => return Some(texts),
-                _ => return None,
-            }
-        }
+        self.separated(b'[', b']', |c| {
+            texts.push(c.text()?);
+            Some(())
+        })?;
+        Some(texts)
     }
 
     /// An object of string values, duplicates kept in order (as [`TextMap`] reads it).
     fn text_map(&mut self) -> Option<TextMap<'a>> {
-        self.expect(b'{')?;
         let mut pairs = Vec::new();
-        if self.peek()? == b'}' {
-            self.at += 1;
-            return Some(TextMap(pairs));
-        }
-        loop {
-            let key = self.text()?;
-            self.expect(b':')?;
-            pairs.push((key, self.text()?));
-            match self.next()? {
-                b',' => {}
-                b'}' => return Some(TextMap(pairs)),
-                _ => return None,
-            }
-        }
+        self.separated(b'{', b'}', |c| {
+            let key = c.text()?;
+            c.expect(b':')?;
+            pairs.push((key, c.text()?));
+            Some(())
+        })?;
+        Some(TextMap(pairs))
     }
 
     fn boolean(&mut self) -> Option<bool> {
