@@ -31,10 +31,7 @@
 //! `t + 1`), so a store holds a few dozen runs at most and a record is rewritten about once
 //! per tier. A merge runs on a thread of its own while batches go on; its run is named by the
 //! manifest, in place of its inputs, at the next batch after it finished (or when the store
-//! is dropped), and a batch waits for one only once [`MAX_RUNS`] runs have piled up. While a
-//! merge is in flight, the runs written after its inputs may be merged beside it (up to
-//! [`MAX_MERGES`] at once), so the long merge of a high tier does not hold up the short ones
-//! of the tiers below it. Until
+//! is dropped), and a batch waits for it only once [`MAX_RUNS`] runs have piled up. Until
 //! version 1 (one redb B-tree file, `scan.redb`) each batch rewrote pages scattered over the
 //! whole key space; see `docs/benchmarks.md`. A store of version 1 is refused with
 //! [`StoreError::OldFormat`], never read.
@@ -93,15 +90,9 @@ const FOOTER_LEN: u64 = 48;
 /// 2.9 GB, and the kernel's copying of them into the page cache was 14% of ingest's CPU);
 /// a store then holds up to twice as many runs at rest, which reads pay a binary search each.
 pub const FANOUT: usize = 16;
-/// A batch waits for a merge in flight once the store holds this many runs (merges run on a
+/// A batch waits for the merge in flight once the store holds this many runs (merges run on a
 /// thread of their own; see [`DurableStore::apply_batch`]).
 pub const MAX_RUNS: usize = 4 * FANOUT;
-/// Merges in flight at once: each of a different stretch of runs, the later one of runs
-/// written after the earlier one's inputs. Two: while a high tier's merge copies its
-/// gigabytes (at 10M hosts a tier-2 merge took long enough for 64 runs to pile up behind it,
-/// and batches waited 14 of 134 s), the tiers below it go on merging; a third would only
-/// share the same two cores.
-pub const MAX_MERGES: usize = 2;
 /// The first bytes of a redb database file (the store format of schema version 1).
 const REDB_MAGIC: &[u8] = b"redb";
 
@@ -1136,13 +1127,8 @@ pub struct DurableStore {
     _lock: File,
     current: Arc<Version>,
     next_run: u64,
-    /// The merges of runs in flight, oldest inputs first; each one's inputs come after the
-    /// inputs of the one before it.
-    merging: Vec<Merging>,
-    /// Holds merges of this tier and above from finishing until opened (tests of merges
-    /// side by side).
-    #[cfg(test)]
-    held: Option<Arc<Gate>>,
+    /// The merge of runs in flight, if any.
+    merging: Option<Merging>,
 }
 
 impl fmt::Debug for DurableStore {
@@ -1251,9 +1237,7 @@ impl DurableStore {
                 runs,
             }),
             next_run: manifest.next_run,
-            merging: Vec::new(),
-            #[cfg(test)]
-            held: None,
+            merging: None,
         })
     }
 
@@ -1570,80 +1554,45 @@ impl DurableStore {
         Ok(())
     }
 
-    /// Takes in the merges of runs that have finished, then starts the next one if the runs
-    /// written after every merge in flight call for it (see [`merge_candidate`]). Merges run
-    /// on threads of their own, up to [`MAX_MERGES`] at once, so a batch does not wait for
-    /// them; it waits only when [`MAX_RUNS`] runs have piled up, and then for the newest merge
-    /// (the smallest, so the shortest wait).
+    /// Takes in a merge of runs that has finished, then starts the next one if the runs call
+    /// for it (see [`merge_candidate`]). Merges run on a thread of their own, so a batch does
+    /// not wait for them; it waits only when [`MAX_RUNS`] runs have piled up behind one.
     ///
     /// A merge writes a run file that no manifest names until it is taken in here (a manifest
     /// naming the merged run instead of its inputs, written atomically like a batch's); a
     /// process that dies before leaves a leftover file, removed when the store is opened.
     fn merge_runs(&mut self) -> Result<(), StoreError> {
         loop {
-            while let Some(done) = self.merging.iter().position(|m| m.handle.is_finished()) {
-                self.take_merge(done)?;
+            if let Some(merging) = &self.merging {
+                let wait = self.current.runs.len() >= MAX_RUNS;
+                if !wait && !merging.handle.is_finished() {
+                    return Ok(());
+                }
+                self.take_merge()?;
             }
-            if self.merging.len() < MAX_MERGES && self.start_merge()? {
-                continue;
-            }
-            if self.current.runs.len() < MAX_RUNS || self.merging.is_empty() {
+            let runs = &self.current.runs;
+            let Some((from, tier)) = merge_candidate(runs) else {
                 return Ok(());
-            }
-            self.take_merge(self.merging.len() - 1)?;
+            };
+            let inputs: Vec<Arc<Run>> = runs[from..].to_vec();
+            let (dir, id) = (self.dir.clone(), self.next_run);
+            // The merged run's number is taken now: above every input's and below every later
+            // batch's, so the manifest keeps its runs in ascending order.
+            self.next_run += 1;
+            let thread_inputs = inputs.clone();
+            let handle = std::thread::Builder::new()
+                .name("store-merge".into())
+                .spawn(move || merge_into(&dir, id, &thread_inputs, tier))
+                .map_err(io_failed("starting the merge thread", &self.dir))?;
+            self.merging = Some(Merging { inputs, handle });
         }
     }
 
-    /// Starts a merge of the runs written after every merge in flight's inputs (a run is in
-    /// one merge at a time) when they call for one; says whether it did.
-    fn start_merge(&mut self) -> Result<bool, StoreError> {
-        let runs = &self.current.runs;
-        let free = match self.merging.last() {
-            Some(last) => self.position(&last.inputs) + last.inputs.len(),
-            None => 0,
+    /// Waits for the merge in flight, if any, and takes its run in place of its inputs.
+    fn take_merge(&mut self) -> Result<(), StoreError> {
+        let Some(Merging { inputs, handle }) = self.merging.take() else {
+            return Ok(());
         };
-        let Some((from, tier)) = merge_candidate(&runs[free..]) else {
-            return Ok(false);
-        };
-        let inputs: Vec<Arc<Run>> = runs[free + from..].to_vec();
-        let (dir, id) = (self.dir.clone(), self.next_run);
-        // The merged run's number is taken now: above every input's and below every later
-        // batch's, so the manifest keeps its runs in ascending order. (A merge started beside
-        // it takes only runs written later, so numbered above it too.)
-        self.next_run += 1;
-        let thread_inputs = inputs.clone();
-        #[cfg(test)]
-        let held = self.held.clone().filter(|gate| tier >= gate.tier);
-        let handle = std::thread::Builder::new()
-            .name("store-merge".into())
-            .spawn(move || {
-                #[cfg(test)]
-                if let Some(gate) = held {
-                    gate.wait();
-                }
-                merge_into(&dir, id, &thread_inputs, tier)
-            })
-            .map_err(io_failed("starting the merge thread", &self.dir))?;
-        self.merging.push(Merging { inputs, handle });
-        Ok(true)
-    }
-
-    /// Where `inputs`, the runs of a merge in flight, stand in the current runs.
-    fn position(&self, inputs: &[Arc<Run>]) -> usize {
-        let runs = &self.current.runs;
-        runs.iter()
-            .position(|r| r.id == inputs[0].id)
-            .filter(|&at| {
-                runs.get(at..at + inputs.len())
-                    .is_some_and(|w| w.iter().zip(inputs).all(|(a, b)| a.id == b.id))
-            })
-            .expect("the runs of a merge in flight stay in the store, in order")
-    }
-
-    /// Waits for the merge in flight at `at` (of [`Self::merging`]) and takes its run in
-    /// place of its inputs.
-    fn take_merge(&mut self, at: usize) -> Result<(), StoreError> {
-        let Merging { inputs, handle } = self.merging.remove(at);
         let merged = handle.join().unwrap_or_else(|_| {
             Err(StoreError::Io {
                 during: "merging runs",
@@ -1651,8 +1600,15 @@ impl DurableStore {
                 source: io::Error::other("the merge thread panicked"),
             })
         })?;
-        let from = self.position(&inputs);
         let runs = &self.current.runs;
+        let from = runs
+            .iter()
+            .position(|r| r.id == inputs[0].id)
+            .filter(|&at| {
+                runs.get(at..at + inputs.len())
+                    .is_some_and(|w| w.iter().zip(&inputs).all(|(a, b)| a.id == b.id))
+            })
+            .expect("the runs of a merge in flight stay in the store, in order");
         let mut kept = runs[..from].to_vec();
         kept.push(Arc::new(merged));
         kept.extend_from_slice(&runs[from + inputs.len()..]);
@@ -1670,19 +1626,11 @@ impl DurableStore {
         Ok(())
     }
 
-    /// Waits for the merges of runs in flight, if any, and takes them in; starts none.
-    /// Dropping the store does this too, ignoring errors (a merge not taken in leaves its
-    /// inputs as they were).
+    /// Waits for the merge of runs in flight, if any, and takes it in; starts none. Dropping
+    /// the store does this too, ignoring errors (a merge not taken in leaves its inputs as
+    /// they were).
     pub fn finish_merges(&mut self) -> Result<(), StoreError> {
-        while !self.merging.is_empty() {
-            self.take_merge(0)?;
-        }
-        Ok(())
-    }
-
-    /// Merges of runs in flight now (at most [`MAX_MERGES`]).
-    pub fn merges_in_flight(&self) -> usize {
-        self.merging.len()
+        self.take_merge()
     }
 
     /// One consistent read view of the store as of the last acknowledged batch; batches
@@ -1775,39 +1723,9 @@ struct Merging {
     handle: std::thread::JoinHandle<Result<Run, StoreError>>,
 }
 
-/// Holds merges of [`Self::tier`] and above from starting their work until opened: lets a
-/// test keep a high tier's merge in flight while the store goes on.
-#[cfg(test)]
-struct Gate {
-    tier: u32,
-    open: std::sync::Mutex<bool>,
-    opened: std::sync::Condvar,
-}
-
-#[cfg(test)]
-impl Gate {
-    fn wait(&self) {
-        let mut open = self.open.lock().expect("no holder of the gate panics");
-        while !*open {
-            open = self
-                .opened
-                .wait(open)
-                .expect("no holder of the gate panics");
-        }
-    }
-
-    fn open(&self) {
-        *self.open.lock().expect("no holder of the gate panics") = true;
-        self.opened.notify_all();
-    }
-}
-
 impl Drop for DurableStore {
     fn drop(&mut self) {
-        // Every merge thread is joined, whatever an earlier one's error.
-        while !self.merging.is_empty() {
-            let _ = self.take_merge(0);
-        }
+        let _ = self.take_merge();
     }
 }
 
@@ -2091,137 +2009,11 @@ fn decode_stored_scan(name: &str, bytes: &[u8]) -> Result<DomainScan, StoreError
 
 #[cfg(test)]
 mod tests {
-    use super::{DurableStore, FANOUT, Gate, HostIndex, HostKey, Loc, NameIndex};
+    use super::{HostIndex, HostKey, Loc, NameIndex};
     use crate::order_keys::{gallop, key_sets};
-    use periscope_model::Timestamp;
-    use periscope_model::observation::{Observation, ObservationReader};
-    use periscope_synth::{SynthConfig, write_dataset};
+    use periscope_model::observation::Observation;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
-    use std::sync::Arc;
-
-    /// The observations of a small synthetic internet.
-    fn synth(hosts: u64) -> Vec<Observation> {
-        let as_of = Timestamp::parse("2026-11-20T00:00:00Z").expect("a valid instant");
-        let mut out = Vec::new();
-        write_dataset(
-            &SynthConfig {
-                hosts,
-                seed: 5,
-                as_of,
-            },
-            &mut out,
-        )
-        .expect("writes");
-        let mut reader = ObservationReader::new(as_of);
-        String::from_utf8(out)
-            .expect("UTF-8")
-            .lines()
-            .filter_map(|line| reader.read_line(line).expect("synthetic lines are valid"))
-            .collect()
-    }
-
-    /// A fresh store directory under the system temporary directory.
-    fn store_dir(name: &str) -> std::path::PathBuf {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("after 1970")
-            .as_nanos();
-        let dir = std::env::temp_dir().join(format!(
-            "periscope-durable-{name}-{}-{nanos}",
-            std::process::id(),
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir.join("scan.store")
-    }
-
-    /// While a tier-2 merge is held in flight, the runs written after its inputs are merged
-    /// beside it (a second merge starts, finishes and is taken in), and once the held merge
-    /// is let go the store holds what a store without the hold holds.
-    #[test]
-    #[allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
-    fn lower_tiers_merge_beside_a_merge_in_flight() {
-        let observations = synth(300);
-        // FANOUT² batches reach tier 2; the rest are written while its merge is held.
-        let size = observations.len() / (FANOUT * FANOUT + 4 * FANOUT);
-        let batches: Vec<&[Observation]> = observations.chunks(size).collect();
-        let path = store_dir("beside");
-        let mut store = DurableStore::open(&path).unwrap();
-        let gate = Arc::new(Gate {
-            tier: 2,
-            open: std::sync::Mutex::new(false),
-            opened: std::sync::Condvar::new(),
-        });
-        store.held = Some(Arc::clone(&gate));
-        // A failed assertion lets the held merge go, so dropping the store does not hang.
-        struct Opens(Arc<Gate>);
-        impl Drop for Opens {
-            fn drop(&mut self) {
-                self.0.open();
-            }
-        }
-        let _opens = Opens(Arc::clone(&gate));
-        let mut batches = batches.iter();
-        // Up to the batch that starts the tier-2 merge (which then stays in flight).
-        for batch in batches.by_ref() {
-            store.apply_batch(batch).unwrap();
-            if store.merging.iter().any(|m| m.inputs[0].tier == 1) {
-                break;
-            }
-        }
-        assert_eq!(store.merges_in_flight(), 1, "the tier-2 merge is in flight");
-        let held = store.merging[0].inputs.len();
-        let held_tiers = |runs: &[Arc<super::Run>]| runs.iter().filter(|r| r.tier == 1).count();
-        assert_eq!(held_tiers(&store.merging[0].inputs), FANOUT);
-        let before = store.position(&store.merging[0].inputs);
-        // Once FANOUT runs are written after the held inputs, a merge of tier 1 starts beside.
-        for batch in batches.by_ref() {
-            store.apply_batch(batch).unwrap();
-            if store.merges_in_flight() == 2 || store.current.runs.len() > before + held + FANOUT {
-                break;
-            }
-        }
-        assert_eq!(store.merges_in_flight(), 2, "a second merge started beside");
-        store.take_merge(1).unwrap();
-        let runs = &store.current.runs;
-        assert_eq!(runs[before + held].tier, 1, "{FANOUT} runs merged into one");
-        assert!(
-            runs.len() <= before + held + 2,
-            "and the batch's run after it"
-        );
-        assert_eq!(
-            held_tiers(&runs[before..before + held]),
-            FANOUT,
-            "the held inputs stay"
-        );
-        for batch in batches {
-            store.apply_batch(batch).unwrap();
-        }
-        gate.open();
-        store.finish_merges().unwrap();
-        assert!(store.current.runs.iter().any(|r| r.tier == 2));
-        let held_hosts: Vec<_> = store.hosts().unwrap().map(Result::unwrap).collect();
-        let held_scans = store.domain_scans().unwrap();
-        drop(store);
-        let _ = std::fs::remove_dir_all(path.parent().unwrap());
-
-        let path = store_dir("plain");
-        let mut plain = DurableStore::open(&path).unwrap();
-        for batch in observations.chunks(size) {
-            plain.apply_batch(batch).unwrap();
-        }
-        assert_eq!(
-            plain
-                .hosts()
-                .unwrap()
-                .map(Result::unwrap)
-                .collect::<Vec<_>>(),
-            held_hosts
-        );
-        assert_eq!(plain.domain_scans().unwrap(), held_scans);
-        drop(plain);
-        let _ = std::fs::remove_dir_all(path.parent().unwrap());
-    }
 
     /// `apply_batch_drain` turns the batch's vector into one of `Option<Observation>` and
     /// back in place, which keeps the allocation only when the two are of one size.
