@@ -3,8 +3,9 @@
 //! This file dispatches the subcommands and holds `bench synth`; `bench index` (ingest,
 //! start-up, memory and query latency of the embedded scan index) lives in [`index`], and
 //! its ClickHouse part (`--index clickhouse://…`: the same operations on the ClickHouse
-//! engine and as hand-written SQL) in [`clickhouse`]. The hidden `bench open` is the child
-//! process `bench index` measures each start of a server in.
+//! engine and as hand-written SQL) in [`clickhouse`]. The hidden `bench open` and `bench
+//! ingest` are the child processes `bench index` measures each start of a server and the
+//! ingest in.
 //!
 //! `bench synth` runs the synthetic-data generator into a counting sink (no disk) several
 //! times and reports the median, minimum and maximum rate in records and megabytes per second,
@@ -40,6 +41,11 @@ pub(crate) enum Command {
     /// a child process, so each start is measured in a process of its own.
     #[command(hide = true)]
     Open(index::OpenArgs),
+    /// Ingest a dataset as `periscope ingest` does, in this process, and print what it
+    /// measured (observations, rejected lines, seconds) as one JSON line. `bench index` runs
+    /// it as a child process, so the ingest is measured in a process of its own.
+    #[command(hide = true)]
+    Ingest(index::IngestArgs),
 }
 
 /// Arguments of `periscope bench synth`.
@@ -62,6 +68,7 @@ pub(crate) fn run(command: &Command) -> Result<ExitCode> {
         Command::Synth(args) => synth(args),
         Command::Index(args) => index::run(args),
         Command::Open(args) => index::open(args),
+        Command::Ingest(args) => index::ingest(args),
     }
 }
 

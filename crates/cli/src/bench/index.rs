@@ -3,8 +3,10 @@
 //! The run has three stages, each reported:
 //!
 //! 1. **Dataset.** `periscope synth` data (`--hosts`, `--seed`, `--as-of`) is written to
-//!    `DIR/observations.jsonl`, ingested into `DIR/data` through the same pipeline as
-//!    `periscope ingest` ([`ingest_paths`]), and deleted again unless `--keep-input`.
+//!    `DIR/observations.jsonl` (with `--stream`, generated into a pipe instead), ingested
+//!    into `DIR/data` by a process of its own (`periscope bench ingest`, [`ingest_process`])
+//!    through the same pipeline as `periscope ingest` ([`ingest_paths`]), and deleted again
+//!    unless `--keep-input`.
 //!    `DIR/dataset.txt` records what was built, so `--reuse` can skip this stage and measure
 //!    the store already there.
 //! 2. **Start to serving.** Each start runs in a process of its own (`periscope bench open`,
@@ -549,10 +551,6 @@ pub(crate) fn run(args: &IndexArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Opens the scan store in `data` as a server does — a [`LiveIndex`], loading the index file
-/// when it matches the store, otherwise building the index (current at `now`) and saving it:
-/// everything between a server starting and serving its first search. The one place that
-/// knows how the index is opened.
 /// Arguments of the hidden `periscope bench open`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct OpenArgs {
@@ -699,6 +697,10 @@ fn start_process(data: &Path, as_of: Timestamp) -> Result<Start> {
     })
 }
 
+/// Opens the scan store in `data` as a server does — a [`LiveIndex`], loading the index file
+/// when it matches the store, otherwise building the index (current at `now`) and saving it:
+/// everything between a server starting and serving its first search. The one place that
+/// knows how the index is opened.
 fn open_index(data: &Path, now: Timestamp) -> Result<(LiveIndex, Opened)> {
     let path = data.join(STORE_FILE);
     LiveIndex::open(&path, IndexConfig::default(), now)
@@ -793,15 +795,17 @@ fn build_dataset(dir: &Path, data: &Path, dataset: Dataset, fate: InputFate) -> 
         seed: dataset.seed,
         as_of: dataset.as_of,
     };
-    let (synth, synth_seconds, report) = if fate == InputFate::Streamed {
-        {
-            eprintln!(
-                "bench index: generating {} hosts into ingest (into {})…",
-                group(cfg.hosts),
-                data.display()
-            );
-            ingest_synthetic(&cfg, data, DEFAULT_BATCH)?
-        }
+    let (records, input_bytes, synth_seconds, ingested) = if fate == InputFate::Streamed {
+        eprintln!(
+            "bench index: generating {} hosts into ingest (into {})…",
+            group(cfg.hosts),
+            data.display()
+        );
+        let ingested = ingest_process(data, &IngestSource::Synthetic(dataset))?;
+        let synth = ingested
+            .synth
+            .context("the ingest process reported no generator figures")?;
+        (synth.records, synth.bytes, synth.seconds, ingested)
     } else {
         let input = dir.join(INPUT_FILE);
         eprintln!(
@@ -819,27 +823,175 @@ fn build_dataset(dir: &Path, data: &Path, dataset: Dataset, fate: InputFate) -> 
         drop(file);
         let synth_seconds = started.elapsed().as_secs_f64();
         eprintln!("bench index: ingesting into {}…", data.display());
-        let report = ingest_paths(data, std::slice::from_ref(&input), DEFAULT_BATCH, false)?;
+        let ingested = ingest_process(data, &IngestSource::File(input.clone()))?;
         if fate == InputFate::Deleted {
             fs::remove_file(&input)
                 .with_context(|| format!("cannot delete the input {}", input.display()))?;
         }
-        (synth, synth_seconds, report)
+        (synth.records, synth.bytes, synth_seconds, ingested)
     };
-    let mut err = io::stderr().lock();
-    report.write(&mut err).ok();
-    drop(err);
     let path = dir.join(DATASET_FILE);
     fs::write(&path, dataset.to_text())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(Built {
-        records: synth.records,
-        input_bytes: synth.bytes,
+        records,
+        input_bytes,
         synth_seconds,
+        observations: ingested.observations,
+        rejected: ingested.rejected,
+        ingest_seconds: ingested.seconds,
+        input: fate,
+    })
+}
+
+/// What the hidden `periscope bench ingest` ingests.
+#[derive(Debug)]
+enum IngestSource {
+    /// An observation file, as `periscope ingest FILE`.
+    File(PathBuf),
+    /// The synthetic dataset generated on a thread of the ingesting process into a pipe
+    /// ([`ingest_synthetic`]).
+    Synthetic(Dataset),
+}
+
+/// Arguments of the hidden `periscope bench ingest`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct IngestArgs {
+    /// The data directory to ingest into.
+    #[arg(long, value_name = "DIR")]
+    data: PathBuf,
+    /// The observation file to ingest.
+    #[arg(long, value_name = "FILE", required_unless_present = "hosts")]
+    input: Option<PathBuf>,
+    /// Instead of --input, generate this many synthetic hosts into a pipe that ingest reads.
+    #[arg(long, value_name = "N", value_parser = parse_hosts, conflicts_with = "input", requires_all = ["seed", "as_of"])]
+    hosts: Option<u64>,
+    /// The generator's seed (with --hosts).
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+    /// The instant the generated dataset describes (with --hosts).
+    #[arg(long, value_name = "DATE", value_parser = parse_as_of)]
+    as_of: Option<Timestamp>,
+}
+
+/// What one ingest process measured: `periscope bench ingest` prints it as JSON, `bench
+/// index` reads it back.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Ingested {
+    observations: u64,
+    rejected: u64,
+    /// From the first check of the input to the last acknowledged batch.
+    seconds: f64,
+    /// The generator's figures, when it generated the input.
+    synth: Option<Generated>,
+}
+
+/// The generator's figures of a streamed ingest.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Generated {
+    records: u64,
+    bytes: u64,
+    seconds: f64,
+}
+
+impl Ingested {
+    fn to_json(self) -> Value {
+        json!({
+            "observations": self.observations,
+            "rejected": self.rejected,
+            "seconds": self.seconds,
+            "synth": self.synth.map(|g| json!({
+                "records": g.records,
+                "bytes": g.bytes,
+                "seconds": g.seconds,
+            })),
+        })
+    }
+
+    fn from_json(value: &Value) -> Option<Self> {
+        let synth = match value.get("synth")? {
+            Value::Null => None,
+            g => Some(Generated {
+                records: g.get("records")?.as_u64()?,
+                bytes: g.get("bytes")?.as_u64()?,
+                seconds: g.get("seconds")?.as_f64()?,
+            }),
+        };
+        Some(Self {
+            observations: value.get("observations")?.as_u64()?,
+            rejected: value.get("rejected")?.as_u64()?,
+            seconds: value.get("seconds")?.as_f64()?,
+            synth,
+        })
+    }
+}
+
+/// `periscope bench ingest`: ingests as `periscope ingest` does (the same [`ingest_paths`],
+/// batch size and report on standard error), in this process, and prints what it measured
+/// as one JSON line. `bench index` runs it as a child process, so the rate is that of a
+/// process doing nothing else, as a user's `periscope ingest` is.
+pub(crate) fn ingest(args: &IngestArgs) -> Result<ExitCode> {
+    let (report, synth) = match (&args.input, args.hosts, args.seed, args.as_of) {
+        (Some(input), ..) => {
+            let report = ingest_paths(
+                &args.data,
+                std::slice::from_ref(input),
+                DEFAULT_BATCH,
+                false,
+            )?;
+            (report, None)
+        }
+        (None, Some(hosts), Some(seed), Some(as_of)) => {
+            let cfg = SynthConfig { hosts, seed, as_of };
+            let (stats, seconds, report) = ingest_synthetic(&cfg, &args.data, DEFAULT_BATCH)?;
+            let generated = Generated {
+                records: stats.records,
+                bytes: stats.bytes,
+                seconds,
+            };
+            (report, Some(generated))
+        }
+        _ => bail!("bench ingest needs --input FILE, or --hosts, --seed and --as-of"),
+    };
+    report.write(&mut io::stderr().lock()).ok();
+    let ingested = Ingested {
         observations: report.observations(),
         rejected: report.rejected(),
-        ingest_seconds: report.seconds(),
-        input: fate,
+        seconds: report.seconds(),
+        synth,
+    };
+    println!("{}", ingested.to_json());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `periscope bench ingest` of `source` into `data` as a child process and reads what
+/// it measured; the child's report goes to this process's standard error.
+fn ingest_process(data: &Path, source: &IngestSource) -> Result<Ingested> {
+    let exe = std::env::current_exe().context("cannot find this program to start it again")?;
+    let mut command = std::process::Command::new(exe);
+    command.args(["bench", "ingest", "--data"]).arg(data);
+    match source {
+        IngestSource::File(input) => {
+            command.arg("--input").arg(input);
+        }
+        IngestSource::Synthetic(dataset) => {
+            command
+                .args(["--hosts", &dataset.hosts.to_string()])
+                .args(["--seed", &dataset.seed.to_string()])
+                .args(["--as-of", &dataset.as_of.to_string()]);
+        }
+    }
+    let out = command
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("cannot start a process to ingest the dataset")?;
+    if !out.status.success() {
+        bail!("the process ingesting the dataset failed ({})", out.status);
+    }
+    let value: Value = serde_json::from_slice(&out.stdout)
+        .context("the process ingesting the dataset printed no JSON")?;
+    Ingested::from_json(&value).with_context(|| {
+        format!("the process ingesting the dataset printed an unexpected report: {value}")
     })
 }
 
@@ -1529,10 +1681,9 @@ fn write_setup(out: &mut impl Write, s: &Setup<'_>) -> io::Result<()> {
         s.serving.memory_text(),
         s.rss_after_operations_kib
             .map_or_else(|| "unknown".into(), mib),
-        if s.built.is_some() {
-            " (it also ingested)"
-        } else {
-            ""
+        match &s.built {
+            Some(built) if built.input != InputFate::Streamed => " (it also wrote the dataset)",
+            _ => "",
         },
         verdict
     )?;
@@ -1714,6 +1865,34 @@ mod tests {
         let mut value = built_json();
         value["built"] = json!(true);
         assert_eq!(Start::from_json(&value), None);
+    }
+
+    #[test]
+    fn an_ingest_reads_back_what_the_child_printed() {
+        let streamed = Ingested {
+            observations: 3_128_392,
+            rejected: 2,
+            seconds: 7.5,
+            synth: Some(Generated {
+                records: 3_128_394,
+                bytes: 3_953_200_000,
+                seconds: 6.25,
+            }),
+        };
+        assert_eq!(Ingested::from_json(&streamed.to_json()), Some(streamed));
+        let from_file = Ingested {
+            synth: None,
+            ..streamed
+        };
+        assert_eq!(Ingested::from_json(&from_file.to_json()), Some(from_file));
+        // A report missing a figure, or with one of the wrong type, is not read.
+        for broken in [
+            json!({"observations": 1, "rejected": 0, "seconds": 1.0}),
+            json!({"observations": "1", "rejected": 0, "seconds": 1.0, "synth": null}),
+            json!({"observations": 1, "rejected": 0, "seconds": 1.0, "synth": {"records": 1}}),
+        ] {
+            assert_eq!(Ingested::from_json(&broken), None, "{broken}");
+        }
     }
 
     fn built_json() -> Value {
