@@ -679,22 +679,40 @@ pub(crate) fn open(args: &OpenArgs) -> Result<ExitCode> {
 
 /// Starts `periscope bench open` on `data` as a child process and reads what it measured.
 fn start_process(data: &Path, as_of: Timestamp) -> Result<Start> {
+    child_report(
+        "opening the index",
+        |command| {
+            command
+                .args(["bench", "open", "--data"])
+                .arg(data)
+                .args(["--as-of", &as_of.to_string()]);
+        },
+        Start::from_json,
+    )
+}
+
+/// Runs this program again as a child process with the arguments `args` gives (its standard
+/// error passed through) and reads the one JSON report it prints on standard output with
+/// `read`; `what` says what the child does, for the errors.
+fn child_report<T>(
+    what: &str,
+    args: impl FnOnce(&mut std::process::Command),
+    read: impl FnOnce(&Value) -> Option<T>,
+) -> Result<T> {
     let exe = std::env::current_exe().context("cannot find this program to start it again")?;
-    let out = std::process::Command::new(exe)
-        .args(["bench", "open", "--data"])
-        .arg(data)
-        .args(["--as-of", &as_of.to_string()])
+    let mut command = std::process::Command::new(exe);
+    args(&mut command);
+    let out = command
         .stderr(std::process::Stdio::inherit())
         .output()
-        .context("cannot start a process to open the index")?;
+        .with_context(|| format!("cannot start a process {what}"))?;
     if !out.status.success() {
-        bail!("the process opening the index failed ({})", out.status);
+        bail!("the process {what} failed ({})", out.status);
     }
     let value: Value = serde_json::from_slice(&out.stdout)
-        .context("the process opening the index printed no JSON")?;
-    Start::from_json(&value).with_context(|| {
-        format!("the process opening the index printed an unexpected report: {value}")
-    })
+        .with_context(|| format!("the process {what} printed no JSON"))?;
+    read(&value)
+        .with_context(|| format!("the process {what} printed an unexpected report: {value}"))
 }
 
 /// Opens the scan store in `data` as a server does — a [`LiveIndex`], loading the index file
@@ -967,32 +985,24 @@ pub(crate) fn ingest(args: &IngestArgs) -> Result<ExitCode> {
 /// Runs `periscope bench ingest` of `source` into `data` as a child process and reads what
 /// it measured; the child's report goes to this process's standard error.
 fn ingest_process(data: &Path, source: &IngestSource) -> Result<Ingested> {
-    let exe = std::env::current_exe().context("cannot find this program to start it again")?;
-    let mut command = std::process::Command::new(exe);
-    command.args(["bench", "ingest", "--data"]).arg(data);
-    match source {
-        IngestSource::File(input) => {
-            command.arg("--input").arg(input);
-        }
-        IngestSource::Synthetic(dataset) => {
-            command
-                .args(["--hosts", &dataset.hosts.to_string()])
-                .args(["--seed", &dataset.seed.to_string()])
-                .args(["--as-of", &dataset.as_of.to_string()]);
-        }
-    }
-    let out = command
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .context("cannot start a process to ingest the dataset")?;
-    if !out.status.success() {
-        bail!("the process ingesting the dataset failed ({})", out.status);
-    }
-    let value: Value = serde_json::from_slice(&out.stdout)
-        .context("the process ingesting the dataset printed no JSON")?;
-    Ingested::from_json(&value).with_context(|| {
-        format!("the process ingesting the dataset printed an unexpected report: {value}")
-    })
+    child_report(
+        "ingesting the dataset",
+        |command| {
+            command.args(["bench", "ingest", "--data"]).arg(data);
+            match source {
+                IngestSource::File(input) => {
+                    command.arg("--input").arg(input);
+                }
+                IngestSource::Synthetic(dataset) => {
+                    command
+                        .args(["--hosts", &dataset.hosts.to_string()])
+                        .args(["--seed", &dataset.seed.to_string()])
+                        .args(["--as-of", &dataset.as_of.to_string()]);
+                }
+            }
+        },
+        Ingested::from_json,
+    )
 }
 
 /// Bytes of the files under `path`.
