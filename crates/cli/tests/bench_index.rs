@@ -54,6 +54,8 @@ fn reports_every_operation_with_matches_and_json() {
         );
     }
     assert!(report.contains("2,000 hosts"), "{report}");
+    // The ingest ran in a child process; this one only wrote the dataset.
+    assert!(report.contains("(it also wrote the dataset)"), "{report}");
     for op in OPERATIONS {
         // operation, values, runs, p50, p99, min, max, matched, target..., example
         let cols = row(&report, op);
@@ -168,6 +170,8 @@ fn a_streamed_dataset_ingests_the_same_observations_as_a_file() {
         &["--stream", "--json", path_str(&scratch.join("s.json"))],
     );
     assert!(streamed.contains("streamed into ingest"), "{streamed}");
+    // Generator and ingest both ran in the child: this process wrote nothing.
+    assert!(!streamed.contains("(it also"), "{streamed}");
     assert!(!scratch.join("stream/observations.jsonl").exists());
     let read = |name: &str| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(scratch.join(name)).expect("JSON"))
