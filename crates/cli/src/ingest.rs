@@ -221,6 +221,9 @@ struct StoreTally {
     batches: u64,
     /// Time spent in `apply_batch` (or waiting for the server's acknowledgement).
     busy: Duration,
+    /// The part of `busy` spent waiting for the store's merges of runs (the store in this
+    /// process only).
+    merge_waits: Option<Duration>,
     /// Lines the running server rejected (it checks again what the reader accepted).
     rejected: u64,
     /// The first of them, as `FILE:line N: field: reason`.
@@ -863,6 +866,9 @@ fn apply_batches(
         batch.clear();
         let _ = spares.try_send(batch);
     }
+    if let Target::Store(store) = &target {
+        tally.merge_waits = Some(store.merge_waits());
+    }
     Ok((target, tally))
 }
 
@@ -1173,9 +1179,13 @@ impl IngestReport {
                 )?;
             }
         }
+        let merges = match self.stored.merge_waits {
+            Some(waits) => format!(" (waiting for merges {:.1} s)", waits.as_secs_f64()),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "batches:           {} of up to {}; store busy {:.1} s, reader waited {:.1} s",
+            "batches:           {} of up to {}; store busy {:.1} s{merges}, reader waited {:.1} s",
             group(self.stored.batches),
             group(self.batch as u64),
             self.stored.busy.as_secs_f64(),

@@ -288,6 +288,8 @@ fn ingest_beside_a_running_server_is_searchable_within_seconds() {
         text(&out.stderr)
     );
     assert!(stdout.contains("through:"), "{stdout}");
+    // The server's store merges its runs; this process did not wait for any.
+    assert!(!stdout.contains("waiting for merges"), "{stdout}");
     assert!(stdout.contains("applied:           1\n"), "{stdout}");
     assert!(stdout.contains("1 rejected"), "{stdout}");
     assert!(stdout.contains(":line 2: port:"), "{stdout}");
@@ -332,6 +334,7 @@ fn ingest_beside_a_running_server_is_searchable_within_seconds() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(!stdout.contains("through:"), "{stdout}");
+    assert!(stdout.contains("(waiting for merges 0.0 s)"), "{stdout}");
     assert!(stdout.contains("superseded:        1\n"), "{stdout}");
 }
 

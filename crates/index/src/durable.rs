@@ -1129,6 +1129,8 @@ pub struct DurableStore {
     next_run: u64,
     /// The merge of runs in flight, if any.
     merging: Option<Merging>,
+    /// How long batches have waited for a merge in flight (see [`Self::merge_waits`]).
+    merge_waits: std::time::Duration,
 }
 
 impl fmt::Debug for DurableStore {
@@ -1238,6 +1240,7 @@ impl DurableStore {
             }),
             next_run: manifest.next_run,
             merging: None,
+            merge_waits: std::time::Duration::ZERO,
         })
     }
 
@@ -1565,10 +1568,15 @@ impl DurableStore {
         loop {
             if let Some(merging) = &self.merging {
                 let wait = self.current.runs.len() >= MAX_RUNS;
-                if !wait && !merging.handle.is_finished() {
+                let finished = merging.handle.is_finished();
+                if !wait && !finished {
                     return Ok(());
                 }
+                let since = std::time::Instant::now();
                 self.take_merge()?;
+                if !finished {
+                    self.merge_waits += since.elapsed();
+                }
             }
             let runs = &self.current.runs;
             let Some((from, tier)) = merge_candidate(runs) else {
@@ -1586,6 +1594,13 @@ impl DurableStore {
                 .map_err(io_failed("starting the merge thread", &self.dir))?;
             self.merging = Some(Merging { inputs, handle });
         }
+    }
+
+    /// How long batches have waited, since the store was opened, for a merge in flight to
+    /// finish because [`MAX_RUNS`] runs had piled up behind it: the part of applying batches
+    /// that the disk, not the batches, decides.
+    pub fn merge_waits(&self) -> std::time::Duration {
+        self.merge_waits
     }
 
     /// Waits for the merge in flight, if any, and takes its run in place of its inputs.
