@@ -1,6 +1,7 @@
 //! The observation reader against `docs/observation-format.md`: accepted lines of every shape
 //! with what they become, one rejected line for every rule with the field and reason it must
-//! report, and property tests (no panics, right line numbers, member order irrelevant).
+//! report, and property tests (no panics, right line numbers, member order irrelevant, a
+//! repeated `host` block read as it would be alone).
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
@@ -936,6 +937,92 @@ proptest! {
         // The same members, kind first (nested objects keep serde_json's order in both).
         prop_assert_eq!(read(&shuffled).unwrap(), read(&to_line(&value, true)).unwrap());
     }
+}
+
+/// The `host` values the lines of [`repeated_host_lines`] carry, as raw text (spacing and
+/// escapes kept): with and without reverse DNS (which an IPv6 line may not carry), empty,
+/// `null`, invalid, escaped, spaced, and two that share a prefix.
+const HOSTS: [&str; 9] = [
+    r#"{"location":{"country_code":"DE","city":"Munich","latitude":48.1374,"longitude":11.5755},"asn":{"bgp":{"asn":64512,"organization":"NORTHWIND-AS"}},"reverse_dns":["www.northwind.example"],"domain":"northwind.example"}"#,
+    r#"{"location":{"country_code":"DE","city":"Munich","latitude":48.1374,"longitude":11.5755},"asn":{"bgp":{"asn":64512,"organization":"NORTHWIND-AS"}},"domain":"northwind.example"}"#,
+    "{}",
+    "null",
+    r#"{"location":{"country_code":"ZZ"}}"#,
+    r#"{"location":{"city":"M\u00fcnchen \"Mitte\""},"dns_name":"a.example"}"#,
+    r#"{ "dns_name" : "a.example" , "reverse_dns" : [ ] }"#,
+    r#"{"dns_name":"a.example"}"#,
+    r#"{"dns_name":"a.example"},"x":1}"#,
+];
+
+/// Service lines of a few addresses (IPv4 and IPv6) carrying a few `host` values, so that many
+/// lines repeat the block of the line before, some with a mutation anywhere in the line.
+fn repeated_host_lines() -> impl Strategy<Value = Vec<String>> {
+    let line = (
+        prop::sample::select(vec![MINIMAL, FULL_HTTPS, SSH, SUMMARY]),
+        prop::sample::select(vec!["240.0.0.1", "240.12.7.9", "3fff:120:7::9", "3fff::1"]),
+        prop::sample::select(HOSTS.to_vec()),
+        prop::option::weighted(0.15, (any::<prop::sample::Index>(), any::<char>())),
+    )
+        .prop_map(|(base, ip, host, mutation)| {
+            let base = remove(&set_str(base, "ip", ip), "host");
+            let mut line = format!("{},\"host\":{host}}}", &base[..base.len() - 1]);
+            if let Some((at, c)) = mutation {
+                let mut chars: Vec<char> = line.chars().collect();
+                let i = at.index(chars.len());
+                chars[i] = c;
+                line = chars.into_iter().collect();
+            }
+            line
+        });
+    prop::collection::vec(line, 1..12)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// A reader that takes a repeated `host` block from the line before reads every line
+    /// exactly as a fresh reader reads it alone: the same observation or the same error.
+    #[test]
+    fn a_repeated_host_block_reads_as_it_would_alone(lines in repeated_host_lines()) {
+        let mut r = reader();
+        for line in &lines {
+            let here = r.read_line(line);
+            match (read(line), here) {
+                (Ok(alone), Ok(here)) => prop_assert_eq!(alone, here, "{}", line),
+                (Err(alone), Err(here)) => {
+                    prop_assert_eq!((alone.field, alone.reason), (here.field, here.reason), "{}", line);
+                }
+                (alone, here) => prop_assert!(false, "{line}: alone {alone:?}, after the others {here:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_repeated_host_block_with_reverse_dns_is_refused_on_an_ipv6_line() {
+    let host = HOSTS[0];
+    let with = |ip: &str| {
+        let base = remove(&set_str(FULL_HTTPS, "ip", ip), "host");
+        format!("{},\"host\":{host}}}", &base[..base.len() - 1])
+    };
+    let mut r = reader();
+    let v4 = r.read_line(&with("240.12.7.9")).unwrap().unwrap();
+    assert_eq!(service(&v4).host.reverse_dns.len(), 1);
+    let v6 = r.read_line(&with("3fff:120:7::9")).unwrap_err();
+    assert_eq!(v6.field, "host.reverse_dns");
+    assert!(
+        v6.reason.contains("IPv6 observations carry no reverse DNS"),
+        "{v6}"
+    );
+    assert_eq!(
+        (v6.field, v6.reason),
+        read(&with("3fff:120:7::9"))
+            .map(|_| ())
+            .map_err(|e| (e.field, e.reason))
+            .unwrap_err()
+    );
+    // The block the reader keeps is still the IPv4 line's: a third line repeating it reads.
+    assert_eq!(r.read_line(&with("240.12.7.9")).unwrap().unwrap(), v4);
 }
 
 /// Reader throughput on a typical mix. Run in release:

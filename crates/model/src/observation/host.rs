@@ -13,6 +13,7 @@ use std::borrow::Cow;
 
 use super::raw::{RawAsn, RawAsns, RawHost, RawLocation, RawProvider, RawWhois, Text};
 use super::view::{AsnView, AsnsView, HostView, LocationView, ProviderView, WhoisView};
+use crate::record::HostEnrichment;
 use crate::record::Position;
 use crate::{Asn, CountryCode, DomainName, IpCidr};
 
@@ -48,6 +49,16 @@ pub(super) fn host<'r>(raw: &'r RawHost<'_>, ip: IpAddr) -> Result<HostView<'r>,
         dns_name: opt_domain(&raw.dns_name).at("dns_name")?,
         domain: opt_domain(&raw.domain).at("domain")?,
     })
+}
+
+/// A block that repeats, byte for byte, one that [`host`] accepted as `enrichment`: the view of
+/// it, after the one rule that depends on the line rather than the block (an IPv6 observation
+/// carries no reverse DNS), with the error [`host`] would give.
+pub(super) fn repeated(enrichment: &HostEnrichment, ip: IpAddr) -> Result<HostView<'_>, Invalid> {
+    if ip.is_ipv6() && !enrichment.reverse_dns.is_empty() {
+        return Err(no_reverse_dns_on_ipv6()).at("reverse_dns");
+    }
+    Ok(HostView::of(enrichment))
 }
 
 fn opt_domain<'r>(raw: &Option<Text<'_>>) -> Result<Option<Cow<'r, DomainName>>, Invalid> {
@@ -159,9 +170,7 @@ fn whois<'r>(raw: &'r RawWhois<'_>) -> Result<WhoisView<'r>, Invalid> {
 
 fn reverse_dns(raw: &[Text<'_>], ip: IpAddr) -> Result<Vec<DomainName>, Invalid> {
     if ip.is_ipv6() && !raw.is_empty() {
-        return Err(Invalid::here(
-            "IPv6 observations carry no reverse DNS; leave reverse_dns out or empty",
-        ));
+        return Err(no_reverse_dns_on_ipv6());
     }
     at_most(raw, MAX_REVERSE_DNS)?;
     let names = raw
@@ -171,4 +180,8 @@ fn reverse_dns(raw: &[Text<'_>], ip: IpAddr) -> Result<Vec<DomainName>, Invalid>
         .collect::<Result<Vec<_>, _>>()?;
     unique(&names)?;
     Ok(names)
+}
+
+fn no_reverse_dns_on_ipv6() -> Invalid {
+    Invalid::here("IPv6 observations carry no reverse DNS; leave reverse_dns out or empty")
 }

@@ -24,8 +24,37 @@ use super::raw::{
 };
 
 /// A service line, or `None` when serde must decide.
+#[cfg(test)]
 pub(super) fn service(line: &str) -> Option<RawService<'_>> {
-    whole(line, service_object)
+    service_after(line, None).map(|(raw, _)| raw)
+}
+
+/// A service line read after one whose `host` value was `previous` (its bytes): where this
+/// line's `host` value holds exactly those bytes, it is not read again ([`HostBlock::Repeated`],
+/// and the raw struct's `host` is `None`). A JSON value ends where its own bytes say, so a
+/// value that starts with the previous one's bytes is that value, read to the same end.
+/// `None` when serde must decide.
+pub(super) fn service_after<'a>(
+    line: &'a str,
+    previous: Option<&[u8]>,
+) -> Option<(RawService<'a>, HostBlock)> {
+    let mut block = HostBlock::Absent;
+    let mut raw = whole(line, |c| service_object(c, previous, &mut block))?;
+    if block == HostBlock::Repeated {
+        raw.host = None;
+    }
+    Some((raw, block))
+}
+
+/// What [`service_after`] found of a line's `host` member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum HostBlock {
+    /// No `host` member, or `null`.
+    Absent,
+    /// The previous block, byte for byte: not read again.
+    Repeated,
+    /// Read: the value is `line[range]`.
+    Read(std::ops::Range<usize>),
 }
 
 /// A domain line, or `None` when serde must decide.
@@ -34,7 +63,7 @@ pub(super) fn domain(line: &str) -> Option<RawDomain<'_>> {
 }
 
 /// `read` over the whole line: one object, then only whitespace.
-fn whole<'a, T>(line: &'a str, read: fn(&mut Cursor<'a>) -> Option<T>) -> Option<T> {
+fn whole<'a, T>(line: &'a str, read: impl FnOnce(&mut Cursor<'a>) -> Option<T>) -> Option<T> {
     let mut c = Cursor { line, at: 0 };
     let t = read(&mut c)?;
     c.skip_whitespace();
@@ -79,7 +108,11 @@ macro_rules! read_object {
     }};
 }
 
-fn service_object<'a>(c: &mut Cursor<'a>) -> Option<RawService<'a>> {
+fn service_object<'a>(
+    c: &mut Cursor<'a>,
+    previous: Option<&[u8]>,
+    block: &mut HostBlock,
+) -> Option<RawService<'a>> {
     read_object!(c, RawService {
         _kind: b"kind" => Cursor::kind,
         ip: b"ip" => Cursor::text,
@@ -95,8 +128,26 @@ fn service_object<'a>(c: &mut Cursor<'a>) -> Option<RawService<'a>> {
         http: b"http" => http_object,
         ssh: b"ssh" => ssh_object,
         summary: b"summary" => Cursor::text_map,
-        host: b"host" => |c| host_object(c).map(Box::new),
+        host: b"host" => |c| host_member(c, previous, block),
     })
+}
+
+/// The `host` member's value: skipped when it repeats `previous` (an empty block stands in
+/// for it, dropped by [`service_after`]), else read and its place noted in `block`.
+fn host_member<'a>(
+    c: &mut Cursor<'a>,
+    previous: Option<&[u8]>,
+    block: &mut HostBlock,
+) -> Option<Box<RawHost<'a>>> {
+    let start = c.at;
+    if let Some(previous) = previous.filter(|p| c.bytes()[start..].starts_with(p)) {
+        c.at += previous.len();
+        *block = HostBlock::Repeated;
+        return Some(Box::default());
+    }
+    let host = host_object(c)?;
+    *block = HostBlock::Read(start..c.at);
+    Some(Box::new(host))
 }
 
 fn product_object<'a>(c: &mut Cursor<'a>) -> Option<RawProduct<'a>> {

@@ -276,7 +276,7 @@ pub(super) struct RawSsh<'a> {
 }
 
 /// `host`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawHost<'a> {
     #[serde(borrow, default, deserialize_with = "object")]

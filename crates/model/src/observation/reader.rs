@@ -7,9 +7,11 @@
 
 use super::check::Invalid;
 use super::decode::{Kind, decode, kind};
+use super::one_pass::HostBlock;
 use super::view::ServiceView;
 use super::{DomainScan, MAX_LINE_BYTES, Observation, domain_scan, one_pass, service};
 use crate::Timestamp;
+use crate::record::HostEnrichment;
 
 /// A rejected line: where, which field, why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,16 +41,39 @@ pub enum LineView<'a> {
 }
 
 /// Reads observation lines one at a time, counting lines.
+///
+/// The service lines of one address usually carry the same `host` block, byte for byte (it is
+/// the address's enrichment, and a scanner writes it on each of its services). The reader keeps
+/// the last block it accepted, as bytes and as the enrichment they gave, and a line whose
+/// `host` value repeats those bytes takes that enrichment without reading the block again
+/// (where the block is most of a line, that is most of the work). A block gives the same
+/// enrichment whatever line carries it, except for one rule of the line's address, which is
+/// checked again (`host::repeated`): so every line reads exactly as it would
+/// alone, which a property test holds it to.
 #[derive(Debug)]
 pub struct ObservationReader {
     line: u64,
     now: Timestamp,
+    last_host: Option<LastHost>,
+}
+
+/// The last `host` block the reader accepted.
+#[derive(Debug)]
+struct LastHost {
+    /// The block's value as it stood in its line.
+    bytes: Vec<u8>,
+    /// What it gave.
+    enrichment: HostEnrichment,
 }
 
 impl ObservationReader {
     /// A reader whose clock reads `now` (timestamps more than an hour after it are refused).
     pub fn new(now: Timestamp) -> Self {
-        Self { line: 0, now }
+        Self {
+            line: 0,
+            now,
+            last_host: None,
+        }
     }
 
     /// Parses the next line. `Ok(None)` for a blank line.
@@ -81,9 +106,7 @@ impl ObservationReader {
             return Ok(None);
         }
         let parsed = match kind(text) {
-            Ok(Kind::Service) => one_pass::service(text)
-                .map_or_else(|| decode(text), Ok)
-                .and_then(|raw| service::service(&raw, self.now).map(|s| f(LineView::Service(s)))),
+            Ok(Kind::Service) => self.service_line(text, f),
             Ok(Kind::Domain) => one_pass::domain(text)
                 .map_or_else(|| decode(text), Ok)
                 .and_then(|raw| domain_scan::domain_scan(raw, self.now))
@@ -91,6 +114,36 @@ impl ObservationReader {
             Err(e) => Err(e),
         };
         parsed.map(Some).map_err(|e| self.reject(e))
+    }
+
+    /// A service line, its `host` block taken from the last one when it repeats it.
+    fn service_line<T>(
+        &mut self,
+        text: &str,
+        f: impl FnOnce(LineView<'_>) -> T,
+    ) -> Result<T, Invalid> {
+        let previous = self.last_host.as_ref().map(|h| h.bytes.as_slice());
+        let (raw, block) = match one_pass::service_after(text, previous) {
+            Some(read) => read,
+            None => (decode(text)?, HostBlock::Absent),
+        };
+        let repeated = (block == HostBlock::Repeated).then(|| {
+            let last = self.last_host.as_ref();
+            &last.expect("only a block given can repeat").enrichment
+        });
+        let view = service::service(&raw, self.now, repeated)?;
+        let accepted = match block {
+            HostBlock::Read(range) => Some(LastHost {
+                bytes: text.as_bytes()[range].to_vec(),
+                enrichment: view.host.clone().into_owned(),
+            }),
+            HostBlock::Absent | HostBlock::Repeated => None,
+        };
+        let out = f(LineView::Service(view));
+        if accepted.is_some() {
+            self.last_host = accepted;
+        }
+        Ok(out)
     }
 
     fn reject(&self, e: Invalid) -> ReadError {

@@ -8,15 +8,19 @@ use super::check::{At, Invalid, integer, ip, observed_at, parsed, quoted, raw_te
 use super::raw::{RawService, Text};
 use super::view::ServiceView;
 use super::{ScanStatus, Transport, captured, host};
+use crate::record::HostEnrichment;
 use crate::{EvidenceKind, Port, ProtocolToken, Timestamp};
 
 /// The longest scanner error text, in characters.
 const MAX_ERROR_CHARS: usize = 4096;
 
-/// Validates a service line; `now` is the reader's clock. The view borrows from `raw`.
+/// Validates a service line; `now` is the reader's clock. The view borrows from `raw`, and
+/// its host block from `repeated` when given: the enrichment of the previous block, which this
+/// line repeats byte for byte (so `raw.host` was not read).
 pub(super) fn service<'r>(
     raw: &'r RawService<'_>,
     now: Timestamp,
+    repeated: Option<&'r HostEnrichment>,
 ) -> Result<ServiceView<'r>, Invalid> {
     let ip = required(raw.ip.as_ref()).and_then(ip).at("ip")?;
     let port = required(raw.port.as_ref()).and_then(port).at("port")?;
@@ -78,13 +82,16 @@ pub(super) fn service<'r>(
             raw.summary.as_ref(),
             captured::summary,
         )?,
-        host: raw
-            .host
-            .as_deref()
-            .map(|h| host::host(h, ip))
-            .transpose()
-            .at("host")?
-            .unwrap_or_default(),
+        host: match repeated {
+            Some(enrichment) => host::repeated(enrichment, ip).at("host")?,
+            None => raw
+                .host
+                .as_deref()
+                .map(|h| host::host(h, ip))
+                .transpose()
+                .at("host")?
+                .unwrap_or_default(),
+        },
     })
 }
 
