@@ -954,16 +954,22 @@ const HOSTS: [&str; 9] = [
     r#"{"dns_name":"a.example"},"x":1}"#,
 ];
 
-/// Service lines of a few addresses (IPv4 and IPv6) carrying a few `host` values, so that many
-/// lines repeat the block of the line before, some with a mutation anywhere in the line.
+/// Service lines of a few addresses (IPv4 and IPv6) carrying a few `host` values, most
+/// repeating the block of the line before (in runs, as the reader keeps blocks while they
+/// repeat), some with a mutation anywhere in the line.
 fn repeated_host_lines() -> impl Strategy<Value = Vec<String>> {
     let line = (
         prop::sample::select(vec![MINIMAL, FULL_HTTPS, SSH, SUMMARY]),
         prop::sample::select(vec!["240.0.0.1", "240.12.7.9", "3fff:120:7::9", "3fff::1"]),
-        prop::sample::select(HOSTS.to_vec()),
+        prop::option::weighted(0.4, prop::sample::select(HOSTS.to_vec())),
         prop::option::weighted(0.15, (any::<prop::sample::Index>(), any::<char>())),
-    )
-        .prop_map(|(base, ip, host, mutation)| {
+    );
+    prop::collection::vec(line, 1..16).prop_map(|lines| {
+        let mut host = HOSTS[0];
+        let mut out = Vec::new();
+        for (base, ip, other, mutation) in lines {
+            // `None`: the block of the line before.
+            host = other.unwrap_or(host);
             let base = remove(&set_str(base, "ip", ip), "host");
             let mut line = format!("{},\"host\":{host}}}", &base[..base.len() - 1]);
             if let Some((at, c)) = mutation {
@@ -972,9 +978,10 @@ fn repeated_host_lines() -> impl Strategy<Value = Vec<String>> {
                 chars[i] = c;
                 line = chars.into_iter().collect();
             }
-            line
-        });
-    prop::collection::vec(line, 1..12)
+            out.push(line);
+        }
+        out
+    })
 }
 
 proptest! {
@@ -1008,6 +1015,8 @@ fn a_repeated_host_block_with_reverse_dns_is_refused_on_an_ipv6_line() {
     let mut r = reader();
     let v4 = r.read_line(&with("240.12.7.9")).unwrap().unwrap();
     assert_eq!(service(&v4).host.reverse_dns.len(), 1);
+    // Read again and found to repeat: from here the reader keeps its enrichment.
+    assert_eq!(r.read_line(&with("240.12.7.9")).unwrap().unwrap(), v4);
     let v6 = r.read_line(&with("3fff:120:7::9")).unwrap_err();
     assert_eq!(v6.field, "host.reverse_dns");
     assert!(

@@ -46,7 +46,10 @@ pub enum LineView<'a> {
 /// the address's enrichment, and a scanner writes it on each of its services). The reader keeps
 /// the last block it accepted, as bytes and as the enrichment they gave, and a line whose
 /// `host` value repeats those bytes takes that enrichment without reading the block again
-/// (where the block is most of a line, that is most of the work). A block gives the same
+/// (where the block is most of a line, that is most of the work). Keeping the enrichment
+/// costs a copy, which only repeats repay: it is kept while the input repeats its blocks (the
+/// last block read repeated the one before, or a line just repeated one), else only the
+/// bytes are, until a block read turns out to repeat them. A block gives the same
 /// enrichment whatever line carries it, except for one rule of the line's address, which is
 /// checked again (`host::repeated`): so every line reads exactly as it would
 /// alone, which a property test holds it to.
@@ -55,15 +58,17 @@ pub struct ObservationReader {
     line: u64,
     now: Timestamp,
     last_host: Option<LastHost>,
+    /// Whether the last block read or taken repeated the one before it.
+    repeating: bool,
 }
 
 /// The last `host` block the reader accepted.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct LastHost {
     /// The block's value as it stood in its line.
     bytes: Vec<u8>,
-    /// What it gave.
-    enrichment: HostEnrichment,
+    /// What it gave, kept while blocks repeat.
+    enrichment: Option<HostEnrichment>,
 }
 
 impl ObservationReader {
@@ -73,6 +78,7 @@ impl ObservationReader {
             line: 0,
             now,
             last_host: None,
+            repeating: false,
         }
     }
 
@@ -122,26 +128,36 @@ impl ObservationReader {
         text: &str,
         f: impl FnOnce(LineView<'_>) -> T,
     ) -> Result<T, Invalid> {
-        let previous = self.last_host.as_ref().map(|h| h.bytes.as_slice());
+        let last = self.last_host.as_ref();
+        let previous = last
+            .filter(|h| h.enrichment.is_some())
+            .map(|h| h.bytes.as_slice());
         let (raw, block) = match one_pass::service_after(text, previous) {
             Some(read) => read,
             None => (decode(text)?, HostBlock::Absent),
         };
         let repeated = (block == HostBlock::Repeated).then(|| {
-            let last = self.last_host.as_ref();
-            &last.expect("only a block given can repeat").enrichment
+            last.and_then(|h| h.enrichment.as_ref())
+                .expect("only a block given with its enrichment can repeat")
         });
         let view = service::service(&raw, self.now, repeated)?;
-        let accepted = match block {
-            HostBlock::Read(range) => Some(LastHost {
-                bytes: text.as_bytes()[range].to_vec(),
-                enrichment: view.host.clone().into_owned(),
-            }),
-            HostBlock::Absent | HostBlock::Repeated => None,
+        let (read, repeating) = match block {
+            HostBlock::Read(range) => {
+                let repeats = last.is_some_and(|h| h.bytes == text.as_bytes()[range.clone()]);
+                let keep = repeats || self.repeating;
+                let enrichment = keep.then(|| view.host.clone().into_owned());
+                (Some((range, enrichment)), repeats)
+            }
+            HostBlock::Repeated => (None, true),
+            HostBlock::Absent => (None, self.repeating),
         };
         let out = f(LineView::Service(view));
-        if accepted.is_some() {
-            self.last_host = accepted;
+        self.repeating = repeating;
+        if let Some((range, enrichment)) = read {
+            let last = self.last_host.get_or_insert_with(LastHost::default);
+            last.bytes.clear();
+            last.bytes.extend_from_slice(&text.as_bytes()[range]);
+            last.enrichment = enrichment;
         }
         Ok(out)
     }
