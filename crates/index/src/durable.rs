@@ -62,6 +62,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use periscope_model::DomainName;
 use periscope_model::ip_order_key;
@@ -1130,7 +1131,7 @@ pub struct DurableStore {
     /// The merge of runs in flight, if any.
     merging: Option<Merging>,
     /// How long batches have waited for a merge in flight (see [`Self::merge_waits`]).
-    merge_waits: std::time::Duration,
+    merge_waits: Duration,
 }
 
 impl fmt::Debug for DurableStore {
@@ -1240,7 +1241,7 @@ impl DurableStore {
             }),
             next_run: manifest.next_run,
             merging: None,
-            merge_waits: std::time::Duration::ZERO,
+            merge_waits: Duration::ZERO,
         })
     }
 
@@ -1572,9 +1573,9 @@ impl DurableStore {
                 if !wait && !finished {
                     return Ok(());
                 }
-                let since = std::time::Instant::now();
+                let waiting = (!finished).then(Instant::now);
                 self.take_merge()?;
-                if !finished {
+                if let Some(since) = waiting {
                     self.merge_waits += since.elapsed();
                 }
             }
@@ -1599,7 +1600,7 @@ impl DurableStore {
     /// How long batches have waited, since the store was opened, for a merge in flight to
     /// finish because [`MAX_RUNS`] runs had piled up behind it: the part of applying batches
     /// that the disk, not the batches, decides.
-    pub fn merge_waits(&self) -> std::time::Duration {
+    pub fn merge_waits(&self) -> Duration {
         self.merge_waits
     }
 
