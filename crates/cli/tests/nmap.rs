@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{periscope, scratch, text};
+use periscope_clickhouse::testing::free_port;
 use periscope_index::durable::DurableStore;
 use serde_json::Value;
 
@@ -285,14 +286,6 @@ fn tls_config(dir: &Path) -> Arc<rustls::ServerConfig> {
     .with_single_cert(chain, key)
     .unwrap();
     Arc::new(config)
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Debian's sshd on a free loopback port with the generated host key and its own config.

@@ -30,13 +30,13 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::{command, scratch, text};
+use periscope_clickhouse::testing::free_port;
 
 const NAME: &str = "periscope.test";
 
@@ -56,14 +56,6 @@ fn have(tool: &str, package: &str) -> bool {
         eprintln!("SKIPPED: {tool} is missing (Debian package `{package}`)");
     }
     found
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Kills the child (nginx or the server) when the test ends, even on a panic.
