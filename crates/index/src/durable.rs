@@ -46,7 +46,10 @@
 //!
 //! The run indexes are held in memory, compact (`HostIndex`: about 8 bytes per IPv4 host
 //! record per run, 20 per IPv6 one, against 28 in the file; `NameIndex`: 8 bytes and the
-//! name per domain scan); a record is read with one positioned read.
+//! name per domain scan); a record is read with one positioned read. A batch's lookups ask
+//! each run's key filters first (`bloom`: split-block Bloom filters of its host keys and of its
+//! names, made at first use; a merge makes its run's) and search only the runs that may hold
+//! the key.
 //!
 //! **Invariant:** a stored host record has had at least one counting observation applied (an
 //! address seen only in failed observations is not stored). Whether it is a host *now* is
@@ -61,13 +64,14 @@ use std::io::{self, BufWriter, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use periscope_model::DomainName;
 use periscope_model::ip_order_key;
 use periscope_model::observation::{DomainScan, Observation, ScanStatus, ServiceView};
 
+use crate::bloom::{self, Filter};
 use crate::codec::{self, CodecError};
 use crate::order_keys::{OrderKeys, OutOfOrder};
 use crate::store::{ApplyOutcome, DomainScans, HostRecord};
@@ -673,6 +677,10 @@ struct Run {
     bytes: u64,
     hosts: HostIndex,
     names: NameIndex,
+    /// The filters of the run's host keys and names, made at their first use
+    /// ([`Self::host_filter`], [`Self::name_filter`]).
+    host_filter: OnceLock<Filter>,
+    name_filter: OnceLock<Filter>,
 }
 
 impl Run {
@@ -686,6 +694,23 @@ impl Run {
 
     fn find_name(&self, name: &str) -> Option<Loc> {
         Some(self.names.loc(self.names.find(name)?))
+    }
+
+    /// The filter of the run's host keys (made at the first call): a key it says is absent
+    /// is not in the run.
+    fn host_filter(&self) -> &Filter {
+        self.host_filter.get_or_init(|| {
+            let keys = self.hosts.keys.iter();
+            Filter::of(self.hosts.len(), keys.map(bloom::host_hash))
+        })
+    }
+
+    /// The filter of the run's names (made at the first call).
+    fn name_filter(&self) -> &Filter {
+        self.name_filter.get_or_init(|| {
+            let names = self.names.entries().map(|(name, _)| bloom::name_hash(name));
+            Filter::of(self.names.len(), names)
+        })
     }
 
     /// The bytes at `loc`, into `buf`.
@@ -801,6 +826,8 @@ impl Run {
             bytes,
             hosts: host_index,
             names: name_index,
+            host_filter: OnceLock::new(),
+            name_filter: OnceLock::new(),
         })
     }
 }
@@ -950,6 +977,8 @@ impl RunWriter {
             bytes,
             hosts,
             names,
+            host_filter: OnceLock::new(),
+            name_filter: OnceLock::new(),
         })
     }
 }
@@ -1071,9 +1100,15 @@ impl Cursors {
         Self { at: vec![0; runs] }
     }
 
-    /// [`Version::newest_host`] for a key not below any key asked before.
+    /// [`Version::newest_host`] for a key not below any key asked before. A run whose filter
+    /// says the key is absent is passed over, its position left where it was (the next
+    /// lookup gallops on from there).
     fn newest_host<'r>(&mut self, runs: &'r [Arc<Run>], key: HostKey) -> Option<(&'r Run, Loc)> {
+        let hash = bloom::host_hash(key.order());
         for (run, at) in runs.iter().zip(self.at.iter_mut()).rev() {
+            if !run.host_filter().may_contain(hash) {
+                continue;
+            }
             *at = run.hosts.gallop(*at, key);
             if run.hosts.key(*at) == Some(key) {
                 return Some((run, run.hosts.loc(*at)));
@@ -1098,9 +1133,11 @@ impl Version {
     }
 
     fn newest_name(&self, name: &str) -> Option<(&Run, Loc)> {
+        let hash = bloom::name_hash(name);
         self.runs
             .iter()
             .rev()
+            .filter(|run| run.name_filter().may_contain(hash))
             .find_map(|run| run.find_name(name).map(|loc| (&**run, loc)))
     }
 
@@ -1724,7 +1761,11 @@ fn merge_into(dir: &Path, id: u64, runs: &[Arc<Run>], tier: u32) -> Result<Run, 
             let name = names.get(at).expect("the walk yields positions of the run");
             out.name(name, bytes)?;
         }
-        out.finish(tier)
+        let run = out.finish(tier)?;
+        // Made here, on the merge's thread, rather than by the first batch that reads it.
+        run.host_filter();
+        run.name_filter();
+        Ok(run)
     })();
     if result.is_err() {
         let _ = fs::remove_file(dir.join(Run::file_name(id)));

@@ -32,6 +32,7 @@
 
 pub use periscope_scan::{api, codec, store};
 
+mod bloom;
 pub mod durable;
 pub mod engine;
 pub mod live;
