@@ -3,8 +3,9 @@
 //! be", so a batch's lookups skip most runs without searching their indexes.
 //!
 //! A batch's keys are spread over the key space, and most are in no run or in one of the few
-//! dozen a store holds; searching every run's index for each key was a third of the store
-//! thread's time at 10M hosts (`docs/benchmarks.md`). A filter answers with one 32-byte block.
+//! dozen a store holds; searching every run's index for each key was two fifths of the store
+//! thread's time at 10M hosts (`docs/benchmarks.md`). A filter answers with one 32-byte block
+//! and takes 10 bits a key (the run's index in memory takes 8 bytes).
 //!
 //! **Invariant:** no false "not in": every key [`Filter::of`] was given, [`Filter::may_contain`]
 //! answers true. A false "may be" costs a search, never a wrong answer.
