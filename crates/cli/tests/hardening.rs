@@ -342,11 +342,7 @@ impl Postgres {
             .arg("-u")
             .output()
             .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = periscope_testkit::free_port();
         std::fs::create_dir_all(&dir).unwrap();
         if as_postgres {
             let status = Command::new("chown")

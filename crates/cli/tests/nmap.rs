@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{periscope, scratch, text};
-use periscope_clickhouse::testing::free_port;
 use periscope_index::durable::DurableStore;
+use periscope_testkit::free_port;
 use serde_json::Value;
 
 const TOOLS: [&str; 4] = [

@@ -36,7 +36,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::{command, scratch, text};
-use periscope_clickhouse::testing::free_port;
+use periscope_testkit::free_port;
 
 const NAME: &str = "periscope.test";
 

@@ -433,10 +433,7 @@ fn serve_demo_mounts_the_sign_in_service_and_the_web_application() {
 fn the_sign_in_service_runs_alone_for_a_server_elsewhere() {
     let dir = scratch("signin_alone");
     // The application's address, chosen first: the provider registers its callback.
-    let app = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap().to_string()
-    };
+    let app = format!("127.0.0.1:{}", periscope_testkit::free_port());
     let provider_data = dir.join("provider");
     let mut provider = command(&[
         "signin",

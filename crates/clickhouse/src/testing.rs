@@ -13,11 +13,12 @@
 
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)] // Test support: a panic is the failure report.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use periscope_testkit::free_port;
 
 use crate::Client;
 
@@ -75,42 +76,6 @@ fn binary() -> Option<PathBuf> {
         .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
         .map(|dir| dir.join("clickhouse-server"))
         .find(|p| p.is_file())
-}
-
-/// A loopback TCP port that is free now and that the kernel does not hand out on its own: one
-/// below Linux's ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`, 32768–60999 by
-/// default), for a server a test starts later on it.
-///
-/// A port the kernel picked for `bind(0)` and that was closed again is one it may give to the
-/// next outgoing connection, whose local port then takes it before the server binds it
-/// ("Address already in use"); below the ephemeral range only a process that names the port can
-/// take it. Ports are taken in turn from a point that depends on the process id, so the test
-/// processes that run at once start apart, and each is checked free by binding it.
-///
-/// # Panics
-/// When no port of the range is free.
-pub fn free_port() -> u16 {
-    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
-    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
-        .unwrap_or(32_768);
-    let first = 10_000_u32.min(ephemeral_start / 2);
-    let span = ephemeral_start.saturating_sub(first).max(1);
-    let _ = NEXT.compare_exchange(
-        u32::MAX,
-        std::process::id().wrapping_mul(7_919) % span,
-        Ordering::Relaxed,
-        Ordering::Relaxed,
-    );
-    for _ in 0..span {
-        let port = u16::try_from(first + NEXT.fetch_add(1, Ordering::Relaxed) % span)
-            .expect("below the ephemeral range, so below 65536");
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no loopback port between {first} and {ephemeral_start} is free");
 }
 
 fn config(dir: &Path, http: u16, tcp: u16, interserver: u16, shards: &[u16]) -> String {

@@ -38,7 +38,8 @@ impl Drop for Relay {
 impl Relay {
     async fn start(upstream: String) -> Relay {
         let mut relay = Relay {
-            port: 0,
+            // Listened on again after each cut: a port no outgoing connection takes meanwhile.
+            port: periscope_testkit::free_port(),
             upstream,
             accept: None,
             links: Arc::new(Mutex::new(Vec::new())),

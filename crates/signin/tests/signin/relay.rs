@@ -66,10 +66,7 @@ impl Drop for Relay {
 impl Relay {
     async fn start(python: &str, mode: &str, certs: &Certificates) -> Relay {
         use tokio::io::AsyncBufReadExt as _;
-        let port = {
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            probe.local_addr().unwrap().port()
-        };
+        let port = periscope_testkit::free_port();
         let maildir = TempDir::new("relay-mail");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/signin/smtp_relay.py");
         let mut child = tokio::process::Command::new(python)

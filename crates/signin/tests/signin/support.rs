@@ -372,10 +372,7 @@ impl SmtpServer {
     /// Starts aiosmtpd, or `None` when it is unavailable (outside CI).
     pub async fn start() -> Option<SmtpServer> {
         let python = aiosmtpd_python()?;
-        let port = {
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            probe.local_addr().unwrap().port()
-        };
+        let port = periscope_testkit::free_port();
         let maildir = TempDir::new("aiosmtpd");
         let child = tokio::process::Command::new(python)
             .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}")])

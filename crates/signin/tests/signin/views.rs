@@ -295,10 +295,7 @@ async fn every_page_as_served() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mail_failure_page() {
     on_each_backend("signin_views_mail", |fixture| async move {
-        let closed = {
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            probe.local_addr().unwrap().port()
-        };
+        let closed = periscope_testkit::free_port();
         let options = Options {
             smtp_port: Some(closed),
             ..Options::default()

@@ -118,10 +118,7 @@ impl TlsPostgres {
         let as_postgres = is_root();
         let dir = TempDir::new("pg_tls");
         let data = dir.path().join("data");
-        let port = {
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            probe.local_addr().unwrap().port()
-        };
+        let port = periscope_testkit::free_port();
         if as_postgres {
             let out = Command::new("chown")
                 .args(["postgres:", dir.path().to_str().unwrap()])

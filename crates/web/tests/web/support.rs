@@ -434,10 +434,7 @@ impl SmtpServer {
     }
 }
 
-pub fn free_port() -> u16 {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    probe.local_addr().unwrap().port()
-}
+pub use periscope_testkit::free_port;
 
 pub async fn wait_for_port(port: u16, what: &str) {
     for _ in 0..400 {
