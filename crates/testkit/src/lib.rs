@@ -21,10 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// When no port of the range is free.
 pub fn free_port() -> u16 {
     static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
-    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
-        .unwrap_or(32_768);
+    let ephemeral_start = ephemeral_start();
     let first = 10_000_u32.min(ephemeral_start / 2);
     let span = ephemeral_start.saturating_sub(first).max(1);
     let _ = NEXT.compare_exchange(
@@ -41,4 +38,32 @@ pub fn free_port() -> u16 {
         }
     }
     panic!("no loopback port between {first} and {ephemeral_start} is free");
+}
+
+/// The first port of the kernel's ephemeral range (Linux's default when it cannot be read).
+fn ephemeral_start() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ephemeral_start, free_port};
+    use std::net::TcpListener;
+
+    #[test]
+    fn ports_are_free_distinct_and_below_the_ephemeral_range() {
+        let ports: Vec<u16> = (0..50).map(|_| free_port()).collect();
+        for (i, port) in ports.iter().enumerate() {
+            assert!(
+                u32::from(*port) < ephemeral_start(),
+                "{port} is in the ephemeral range"
+            );
+            assert!(!ports[..i].contains(port), "{port} handed out twice");
+            TcpListener::bind(("127.0.0.1", *port))
+                .unwrap_or_else(|e| panic!("{port} was handed out but cannot be bound: {e}"));
+        }
+    }
 }
