@@ -81,10 +81,7 @@ pub(crate) fn host_hash(order_key: u128) -> u64 {
 
 /// The hash of a domain name as a run's name index holds it.
 pub(crate) fn name_hash(name: &str) -> u64 {
-    let fnv = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    mix(fnv)
+    mix(crate::durable::fnv1a(name.as_bytes()))
 }
 
 /// MurmurHash3's 64-bit finalizer: every input bit moves about half the output bits, so

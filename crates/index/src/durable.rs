@@ -832,8 +832,9 @@ impl Run {
     }
 }
 
-/// FNV-1a, 64 bits: the checksum of a run's indexes.
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// FNV-1a, 64 bits: the checksum of a run's indexes (and the start of a name's filter hash,
+/// [`bloom::name_hash`]).
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })

@@ -2,8 +2,6 @@
 //! servers, an OpenID Connect provider) share: [`free_port`], a loopback port for a server a
 //! test starts on a port it names. A dev-dependency only; nothing of the product uses it.
 
-#![allow(clippy::missing_panics_doc)] // Test support: a panic is the failure report.
-
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU32, Ordering};
 
