@@ -52,10 +52,12 @@ impl Filter {
     /// False when no key of the hash `hash` was given.
     pub(crate) fn may_contain(&self, hash: u64) -> bool {
         let (block, bits) = self.place(hash);
+        // All eight words tested, without a branch per word: the test compiles to a few vector
+        // instructions, and a caller asking many keys in a row keeps its loads in flight.
         self.blocks[block]
             .iter()
             .zip(bits)
-            .all(|(word, bit)| word & bit != 0)
+            .fold(true, |all, (word, bit)| all & (word & bit != 0))
     }
 
     /// The block of `hash` (from its high half) and the bit it sets in each of the block's

@@ -281,9 +281,9 @@ fn many_batches_merge_runs_and_keep_every_record() {
     }
     let expected = in_memory(&observations);
     assert_eq!(state(&store), expected);
-    // Merges run beside the batches, which wait for one only once MAX_RUNS runs pile up; the
-    // merge in flight adds its file.
-    assert!(most_runs <= MAX_RUNS + 1, "{most_runs} runs");
+    // Merges run beside the batches, which wait for one only once MAX_RUNS runs pile up; each
+    // merge in flight adds its file (this test's runs reach tier 2: two merges at most).
+    assert!(most_runs <= MAX_RUNS + 2, "{most_runs} runs");
     store.finish_merges().unwrap();
     assert!(run_files(&dir.store()).len() <= MAX_RUNS);
     let stats = store.stats().unwrap();

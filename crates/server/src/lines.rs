@@ -6,7 +6,8 @@
 //! buffered whole, a line that is not UTF-8 is rejected, and every other line goes to the
 //! model's [`ObservationReader`]. Line numbers are 1-based and count every line, blank or
 //! rejected, so they match the file's. [`open_input`] opens a path (or `-` for standard
-//! input) and decompresses it when its first bytes are the gzip magic number.
+//! input) and decompresses it when its first bytes are the gzip magic number; a regular file
+//! of at least [`DIRECT_MIN_BYTES`] is read past the page cache (`direct`).
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -19,8 +20,16 @@ use flate2::bufread::MultiGzDecoder;
 use periscope_model::Timestamp;
 use periscope_model::observation::{MAX_LINE_BYTES, Observation, ObservationReader};
 
+use direct::DirectReader;
+
+mod direct;
+
 /// Size of the read buffers: large reads keep system calls rare on multi-gigabyte files.
 const BUFFER: usize = 1 << 20;
+/// A regular file at least this large is read past the page cache ([`direct`]): it is read
+/// once, and caching it would cost more than it saves. A smaller one is read through the
+/// cache, which may already hold it (a file written just before, or read by `validate`).
+pub const DIRECT_MIN_BYTES: u64 = 256 << 20;
 
 /// The first two bytes of every gzip member.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -169,6 +178,8 @@ pub struct Input {
     pub reader: Box<dyn BufRead>,
     /// Whether it was gzip-compressed.
     pub gzip: bool,
+    /// Whether it is read past the page cache ([`DIRECT_MIN_BYTES`]).
+    pub direct: bool,
 }
 
 /// Opens `path` (`-` is standard input), decompressing gzip (told by its magic bytes, not
@@ -179,15 +190,30 @@ pub fn open_input(path: &Path, consumed: Arc<AtomicU64>) -> Result<Input> {
         ("<stdin>".to_owned(), Box::new(io::stdin().lock()))
     } else {
         let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let metadata = file
+            .metadata()
+            .with_context(|| format!("cannot read the size of {}", path.display()))?;
+        if metadata.is_file() && metadata.len() >= DIRECT_MIN_BYTES {
+            let direct = DirectReader::open(path, Arc::clone(&consumed))
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            if let Some(direct) = direct {
+                return buffered_input(path.display().to_string(), Box::new(direct), true);
+            }
+        }
         (path.display().to_string(), Box::new(file))
     };
-    let mut raw = BufReader::with_capacity(
+    let raw = BufReader::with_capacity(
         BUFFER,
         Counting {
             inner: raw,
             consumed,
         },
     );
+    buffered_input(name, Box::new(raw), false)
+}
+
+/// The [`Input`] of the buffered bytes `raw` of `name`: gzip when they start so.
+fn buffered_input(name: String, mut raw: Box<dyn BufRead>, direct: bool) -> Result<Input> {
     let gzip = raw
         .fill_buf()
         .with_context(|| format!("cannot read {name}"))?
@@ -195,9 +221,13 @@ pub fn open_input(path: &Path, consumed: Arc<AtomicU64>) -> Result<Input> {
     let reader: Box<dyn BufRead> = if gzip {
         Box::new(BufReader::with_capacity(BUFFER, MultiGzDecoder::new(raw)))
     } else {
-        Box::new(raw)
+        raw
     };
-    Ok(Input { reader, gzip })
+    Ok(Input {
+        reader,
+        gzip,
+        direct,
+    })
 }
 
 /// A reader that adds the bytes it reads to a shared counter.
@@ -230,6 +260,46 @@ mod tests {
             });
         }
         out
+    }
+
+    /// A file of [`DIRECT_MIN_BYTES`] is read direct, a smaller one through the cache, and
+    /// both give their bytes, gzip or not, and count them.
+    #[test]
+    fn a_large_file_is_read_direct_and_whole() {
+        let line = b"{\"kind\":\"domain\"}\n";
+        let mut large = Vec::with_capacity(usize::try_from(DIRECT_MIN_BYTES).unwrap() + 64);
+        while (large.len() as u64) < DIRECT_MIN_BYTES {
+            large.extend_from_slice(line);
+        }
+        // Stored, not compressed: as large as the text, and quick to write.
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
+        io::Write::write_all(&mut gzip, &large).unwrap();
+        let gzip = gzip.finish().unwrap();
+        let dir = std::env::current_exe()
+            .unwrap()
+            .with_file_name(format!("lines-direct-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes, direct, gz) in [
+            ("large", &large, true, false),
+            ("small", &large[..1 << 20].to_vec(), false, false),
+            ("large.gz", &gzip, true, true),
+        ] {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let consumed = Arc::new(AtomicU64::new(0));
+            let mut input = open_input(&path, Arc::clone(&consumed)).unwrap();
+            assert_eq!((input.direct, input.gzip), (direct, gz), "{name}");
+            let mut read = Vec::new();
+            input.reader.read_to_end(&mut read).unwrap();
+            let want = if gz { &large } else { bytes };
+            assert!(read == *want, "{name}: the bytes as written");
+            assert_eq!(
+                consumed.load(Ordering::Relaxed),
+                bytes.len() as u64,
+                "{name}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
