@@ -366,6 +366,9 @@ pub struct HostEncoder {
     record: codec::RecordBuilder,
     ignored: u32,
     max: u32,
+    /// Whether the last observation pushed has the `host` of the last one added to the open
+    /// record (known from the reader's `host_repeated`, never compared).
+    same_host: bool,
 }
 
 impl HostEncoder {
@@ -375,21 +378,38 @@ impl HostEncoder {
             record: codec::RecordBuilder::new(),
             ignored: 0,
             max: u32::try_from(max.max(1)).unwrap_or(u32::MAX),
+            same_host: false,
         }
     }
 
     /// Adds `obs`, closing the open group into `out` first when `obs` cannot join it; returns
-    /// the index in `out` its group will have.
-    pub fn push(&mut self, obs: &ServiceView<'_>, out: &mut EncodedHosts) -> usize {
+    /// the index in `out` its group will have. `host_repeated`: `obs.host` equals the host of
+    /// the observation pushed before it (the reader's [`LineView`] says so).
+    ///
+    /// [`LineView`]: periscope_model::observation::LineView
+    pub fn push(
+        &mut self,
+        obs: &ServiceView<'_>,
+        host_repeated: bool,
+        out: &mut EncodedHosts,
+    ) -> usize {
         let held = self.record.applied() + self.record.superseded() + self.ignored;
         if self.record.ip() != Some(obs.ip) || held >= self.max {
             self.finish(out);
             self.record.start(obs.ip);
+            self.same_host = false;
         }
+        let same_host = host_repeated && self.same_host;
         if obs.status == ScanStatus::Failed {
             self.ignored += 1;
+            self.same_host = same_host;
         } else {
-            self.record.add(obs);
+            if same_host {
+                self.record.add_after_same_host(obs);
+            } else {
+                self.record.add(obs);
+            }
+            self.same_host = true;
         }
         out.groups.len()
     }
@@ -1418,7 +1438,7 @@ impl DurableStore {
         for obs in observations.drain(..) {
             match obs {
                 Observation::Service(s) => {
-                    encoder.push(&s.view(), hosts);
+                    encoder.push(&s.view(), false, hosts);
                 }
                 domain => domains.push(Some(domain)),
             }

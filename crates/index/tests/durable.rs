@@ -356,6 +356,8 @@ fn apply_encoded(
     for lines in batch.chunks(chunk) {
         let mut encoder = HostEncoder::new(max);
         let mut encoded = EncodedHosts::default();
+        // What a reader says of a line whose host block repeats the last one's.
+        let mut last_host = None;
         for obs in lines {
             match obs {
                 Observation::Service(s) => {
@@ -364,7 +366,9 @@ fn apply_encoded(
                         rest.push(obs.clone());
                         late.push(obs.clone());
                     } else {
-                        encoder.push(&s.view(), &mut encoded);
+                        let host_repeated = last_host == Some(&s.host);
+                        last_host = Some(&s.host);
+                        encoder.push(&s.view(), host_repeated, &mut encoded);
                         arrival.push(obs.clone());
                     }
                 }

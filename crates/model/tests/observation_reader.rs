@@ -10,7 +10,7 @@ mod support;
 use std::net::IpAddr;
 
 use periscope_model::observation::{
-    MAX_LINE_BYTES, Observation, ScanStatus, ServiceObservation, Transport,
+    LineView, MAX_LINE_BYTES, Observation, ScanStatus, ServiceObservation, Transport,
 };
 use periscope_model::{CountryCode, Timestamp};
 use proptest::prelude::*;
@@ -1003,6 +1003,56 @@ proptest! {
             }
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// A line the reader says repeats the host carries the host of the service line it gave
+    /// before (what an encoder relies on to skip writing it).
+    #[test]
+    fn a_host_said_to_repeat_is_the_last_given_lines(lines in repeated_host_lines()) {
+        let mut r = reader();
+        let mut last = None;
+        for line in &lines {
+            let given = r.read_line_with(line, |view| match view {
+                LineView::Service { view, host_repeated } => {
+                    Some((view.host.into_owned(), host_repeated))
+                }
+                LineView::Domain(_) => None,
+            });
+            if let Ok(Some(Some((host, repeated)))) = given {
+                if repeated {
+                    prop_assert_eq!(Some(&host), last.as_ref(), "{}", line);
+                }
+                last = Some(host);
+            }
+        }
+    }
+}
+
+/// The reader says a host repeats only after a line that carried that block: not after one
+/// without a `host`, though the block it keeps is the same. (It keeps a block once it saw it
+/// twice in a row, so the second line reads it again.)
+#[test]
+fn a_host_repeats_only_the_line_given_before() {
+    let with = |host: &str| {
+        let base = remove(&set_str(FULL_HTTPS, "ip", "240.12.7.9"), "host");
+        format!("{},\"host\":{host}}}", &base[..base.len() - 1])
+    };
+    let mut r = reader();
+    let flags: Vec<bool> = [HOSTS[0], HOSTS[0], HOSTS[0], "null", HOSTS[0], HOSTS[0]]
+        .iter()
+        .map(|host| {
+            r.read_line_with(&with(host), |view| match view {
+                LineView::Service { host_repeated, .. } => host_repeated,
+                LineView::Domain(_) => panic!("a service line"),
+            })
+            .unwrap()
+            .unwrap()
+        })
+        .collect();
+    assert_eq!(flags, [false, false, true, false, false, true]);
 }
 
 #[test]

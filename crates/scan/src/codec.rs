@@ -338,6 +338,8 @@ struct Entry {
 struct Fact {
     at: Option<Timestamp>,
     bytes: Vec<u8>,
+    /// Whether the last candidate offered won: `bytes` are its bytes.
+    holds_last: bool,
 }
 
 impl Fact {
@@ -356,7 +358,16 @@ impl Fact {
             self.at = Some(at);
             std::mem::swap(&mut self.bytes, candidate);
         }
+        self.holds_last = wins;
         wins
+    }
+
+    /// [`Self::offer`] of the bytes it holds, as of `at`: a newer time is taken, the bytes
+    /// stay (as new with equal bytes does not replace).
+    fn offer_again(&mut self, at: Timestamp) {
+        if self.at.is_none_or(|stored| at > stored) {
+            self.at = Some(at);
+        }
     }
 }
 
@@ -395,6 +406,18 @@ impl RecordBuilder {
     /// became its service's current observation (as [`HostRecord::apply`] says `Applied` on a
     /// record of only the observations added so far).
     pub fn add(&mut self, s: &ServiceView<'_>) -> bool {
+        self.add_host(s, false)
+    }
+
+    /// [`Self::add`] of an observation whose `host` is equal to that of the observation added
+    /// last since [`Self::start`] (a reader that saw the line repeat the last block knows it
+    /// for free). Its host facts are then offered again without being written: where each
+    /// holds the bytes it was last offered, only its time can change.
+    pub fn add_after_same_host(&mut self, s: &ServiceView<'_>) -> bool {
+        self.add_host(s, true)
+    }
+
+    fn add_host(&mut self, s: &ServiceView<'_>, same_host: bool) -> bool {
         debug_assert_eq!(self.ip, Some(s.ip), "observation of another address");
         debug_assert!(
             s.status != ScanStatus::Failed,
@@ -446,6 +469,9 @@ impl RecordBuilder {
             self.superseded += 1;
         }
         let host = &s.host;
+        if same_host && self.offer_host_again(host, at) {
+            return applied;
+        }
         if let Some(location) = &host.location {
             self.candidate.clear();
             Writer {
@@ -499,6 +525,39 @@ impl RecordBuilder {
             self.enrichment_location_key = host.location.as_ref().and_then(location_key);
         }
         applied
+    }
+
+    /// Offers again, as of `at`, the host facts of `host` (equal to the host last added) when
+    /// each holds the bytes last offered to it; false, changing nothing, when one does not.
+    fn offer_host_again(&mut self, host: &HostView<'_>, at: Timestamp) -> bool {
+        let location = host.location.as_ref();
+        let facts = [
+            (location.is_some(), &self.location),
+            (
+                location.is_some_and(|l| l.position.is_some()),
+                &self.position,
+            ),
+            (!host.reverse_dns.is_empty(), &self.reverse_dns),
+            (true, &self.enrichment),
+        ];
+        if facts
+            .iter()
+            .any(|(offered, fact)| *offered && !fact.holds_last)
+        {
+            return false;
+        }
+        let offered = facts.map(|(offered, _)| offered);
+        for (offered, fact) in offered.into_iter().zip([
+            &mut self.location,
+            &mut self.position,
+            &mut self.reverse_dns,
+            &mut self.enrichment,
+        ]) {
+            if offered {
+                fact.offer_again(at);
+            }
+        }
+        true
     }
 
     /// Counting observations added that became their service's current one.
@@ -2100,6 +2159,48 @@ mod tests {
             prop_assert_eq!(&bytes[..1 + len], &expected[..]);
             prop_assert_eq!(decode_services(&bytes[1 + len..]).unwrap(), replaced);
             prop_assert_eq!(builder.ip(), None);
+        }
+
+        /// Told that an observation's host is the last one's, the builder writes the record
+        /// it writes when not told: observations of one address whose hosts are two, in runs
+        /// and alternating, at random times (so a host's facts win, lose and tie).
+        #[test]
+        fn a_host_said_to_repeat_builds_the_same_record(
+            (ip, observations, hosts) in ip().prop_flat_map(|ip| (
+                Just(ip),
+                vec(observation(ip), 1..12),
+                vec(0..2usize, 12),
+            )),
+        ) {
+            let pool = [observations[0].host.clone(), observations[observations.len() - 1].host.clone()];
+            let observations: Vec<ServiceObservation> = observations
+                .into_iter()
+                .zip(hosts)
+                .map(|(mut obs, h)| {
+                    obs.host = pool[h].clone();
+                    obs
+                })
+                .collect();
+            let (mut told, mut untold) = (RecordBuilder::new(), RecordBuilder::new());
+            told.start(ip);
+            untold.start(ip);
+            let mut last: Option<&HostEnrichment> = None;
+            let mut repeats = 0;
+            for obs in observations.iter().filter(|o| o.status != ScanStatus::Failed) {
+                let same = last == Some(&obs.host);
+                repeats += usize::from(same);
+                let applied = if same {
+                    told.add_after_same_host(&obs.view())
+                } else {
+                    told.add(&obs.view())
+                };
+                prop_assert_eq!(applied, untold.add(&obs.view()));
+                last = Some(&obs.host);
+            }
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let len = told.finish_into(&mut a);
+            prop_assert_eq!(len, untold.finish_into(&mut b));
+            prop_assert_eq!(a, b, "{} of the hosts repeated", repeats);
         }
 
         /// A service's bytes from its view are those of the stored service.

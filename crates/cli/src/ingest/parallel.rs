@@ -226,9 +226,12 @@ fn encode_content(
         _ => return Line::Parsed(Box::new(parse_content(reader, n, content))),
     };
     let read = reader.read_line_with(text, |line| match line {
-        LineView::Service(s) => Line::Encoded {
-            group: encoder.push(&s, hosts),
-            failed: s.status == ScanStatus::Failed,
+        LineView::Service {
+            view,
+            host_repeated,
+        } => Line::Encoded {
+            group: encoder.push(&view, host_repeated, hosts),
+            failed: view.status == ScanStatus::Failed,
         },
         LineView::Domain(d) => Line::Parsed(Box::new(Parsed::Observation(Observation::Domain(d)))),
     });

@@ -35,7 +35,13 @@ pub struct ReadError {
 )]
 pub enum LineView<'a> {
     /// `"kind": "service"`.
-    Service(ServiceView<'a>),
+    Service {
+        /// The observation.
+        view: ServiceView<'a>,
+        /// Whether the line's `host` block is byte for byte that of the line this reader read
+        /// before it (so `view.host` equals that line's): an encoder need not write it again.
+        host_repeated: bool,
+    },
     /// `"kind": "domain"`.
     Domain(DomainScan),
 }
@@ -60,6 +66,10 @@ pub struct ObservationReader {
     last_host: Option<LastHost>,
     /// Whether the last block read or taken repeated the one before it.
     repeating: bool,
+    /// Whether the host of the last service line given is the block `last_host` holds (it
+    /// read that block, or repeated it); not so after a line without a block, or one read
+    /// through serde.
+    given_last_host: bool,
 }
 
 /// The last `host` block the reader accepted.
@@ -79,6 +89,7 @@ impl ObservationReader {
             now,
             last_host: None,
             repeating: false,
+            given_last_host: false,
         }
     }
 
@@ -88,7 +99,7 @@ impl ObservationReader {
     /// line, blank or not, so error line numbers match the file's.
     pub fn read_line(&mut self, text: &str) -> Result<Option<Observation>, ReadError> {
         self.read_line_with(text, |line| match line {
-            LineView::Service(s) => Observation::Service(s.into_owned()),
+            LineView::Service { view, .. } => Observation::Service(view.into_owned()),
             LineView::Domain(d) => Observation::Domain(d),
         })
     }
@@ -136,7 +147,9 @@ impl ObservationReader {
             Some(read) => read,
             None => (decode(text)?, HostBlock::Absent),
         };
-        let repeated = (block == HostBlock::Repeated).then(|| {
+        let repeated_block = block == HostBlock::Repeated;
+        let has_block = block != HostBlock::Absent;
+        let repeated = repeated_block.then(|| {
             last.and_then(|h| h.enrichment.as_ref())
                 .expect("only a block given with its enrichment can repeat")
         });
@@ -151,7 +164,11 @@ impl ObservationReader {
             HostBlock::Repeated => (None, true),
             HostBlock::Absent => (None, self.repeating),
         };
-        let out = f(LineView::Service(view));
+        let out = f(LineView::Service {
+            view,
+            host_repeated: repeated_block && self.given_last_host,
+        });
+        self.given_last_host = has_block;
         self.repeating = repeating;
         if let Some((range, enrichment)) = read {
             let last = self.last_host.get_or_insert_with(LastHost::default);
