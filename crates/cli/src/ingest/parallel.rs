@@ -220,8 +220,10 @@ fn encode_content(
     encoder: &mut HostEncoder,
     hosts: &mut EncodedHosts,
 ) -> Line {
-    // A line too long or not UTF-8 is rejected as the shared reader rejects it.
-    let text = match std::str::from_utf8(content) {
+    // A line too long or not UTF-8 is rejected as the shared reader rejects it (which says
+    // where). The check here only says whether: vectorised, a third of the cost of the
+    // standard library's on these mostly ASCII lines.
+    let text = match simdutf8::basic::from_utf8(content) {
         Ok(text) if content.len() <= MAX_LINE_BYTES => text,
         _ => return Line::Parsed(Box::new(parse_content(reader, n, content))),
     };
