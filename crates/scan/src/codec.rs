@@ -392,6 +392,7 @@ impl RecordBuilder {
             &mut self.enrichment,
         ] {
             fact.at = None;
+            fact.holds_last = false;
         }
         self.location_key = None;
         self.enrichment_location_key = None;

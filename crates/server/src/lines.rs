@@ -26,9 +26,9 @@ mod direct;
 
 /// Size of the read buffers: large reads keep system calls rare on multi-gigabyte files.
 const BUFFER: usize = 1 << 20;
-/// A regular file at least this large is read past the page cache (`lines/direct.rs`): it is read
-/// once, and caching it would cost more than it saves. A smaller one is read through the
-/// cache, which may already hold it (a file written just before, or read by `validate`).
+/// A regular file at least this large is read past the page cache (`lines/direct.rs`): it is
+/// read once, and caching it would cost more than it saves. A smaller one is read through
+/// the cache, which may already hold it (a file written just before, or read by `validate`).
 pub const DIRECT_MIN_BYTES: u64 = 256 << 20;
 
 /// The first two bytes of every gzip member.

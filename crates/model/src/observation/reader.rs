@@ -38,8 +38,9 @@ pub enum LineView<'a> {
     Service {
         /// The observation.
         view: ServiceView<'a>,
-        /// Whether the line's `host` block is byte for byte that of the line this reader read
-        /// before it (so `view.host` equals that line's): an encoder need not write it again.
+        /// Whether `view.host` is that of the service line this reader gave before, known
+        /// because the line's `host` block repeats that line's byte for byte: an encoder need
+        /// not write it again.
         host_repeated: bool,
     },
     /// `"kind": "domain"`.
