@@ -1156,25 +1156,21 @@ impl Cursors {
         }
     }
 
-    /// Whether run `r`'s filter may hold `key`, from the answers known or by asking it.
-    fn may_hold(&mut self, run: &Run, r: usize, key: HostKey) -> bool {
+    /// [`Version::newest_host`] for a key not below any key asked before. A run whose filter
+    /// says the key is absent is passed over, its position left where it was (the next
+    /// lookup gallops on from there). The filters' answers are those [`Self::new`] found; a
+    /// key it was not given asks the filters itself.
+    fn newest_host<'r>(&mut self, runs: &'r [Arc<Run>], key: HostKey) -> Option<(&'r Run, Loc)> {
         while self.keys.get(self.next).is_some_and(|k| *k < key) {
             self.next += 1;
         }
-        if self.keys.get(self.next) == Some(&key) {
-            let k = self.next;
-            self.may[r * self.words + k / 64] >> (k % 64) & 1 == 1
-        } else {
-            run.host_filter().may_contain(bloom::host_hash(key.order()))
-        }
-    }
-
-    /// [`Version::newest_host`] for a key not below any key asked before. A run whose filter
-    /// says the key is absent is passed over, its position left where it was (the next
-    /// lookup gallops on from there).
-    fn newest_host<'r>(&mut self, runs: &'r [Arc<Run>], key: HostKey) -> Option<(&'r Run, Loc)> {
+        let known = (self.keys.get(self.next) == Some(&key)).then_some(self.next);
         for (r, run) in runs.iter().enumerate().rev() {
-            if !self.may_hold(run, r, key) {
+            let may_hold = match known {
+                Some(k) => self.may[r * self.words + k / 64] >> (k % 64) & 1 == 1,
+                None => run.host_filter().may_contain(bloom::host_hash(key.order())),
+            };
+            if !may_hold {
                 continue;
             }
             let at = &mut self.at[r];
