@@ -29,7 +29,9 @@
 //! [`FANOUT`] runs are of one tier and every newer run is of that tier or lower (a batch's run
 //! is tier 0, the merge of `FANOUT` runs of tier `t` and the few newer ones is of tier
 //! `t + 1`), so a store holds a few dozen runs at most and a record is rewritten about once
-//! per tier. A merge runs on a thread of its own while batches go on, and merges of the runs
+//! per tier. A merge writes its run past the page cache (`direct`: `O_DIRECT`, so the kernel
+neither copies its bytes nor holds the other writers back while the disk catches up). A
+merge runs on a thread of its own while batches go on, and merges of the runs
 //! after those of a merge in flight start beside it (a long merge of the largest runs holds up
 //! no small one); its run is named by the manifest, in place of its inputs, at the next batch
 //! after it finished (or when the store is dropped), and a batch waits for one only once
@@ -62,7 +64,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -77,6 +79,9 @@ use crate::bloom::{self, Filter};
 use crate::codec::{self, CodecError};
 use crate::order_keys::{OrderKeys, OutOfOrder};
 use crate::store::{ApplyOutcome, DomainScans, HostRecord};
+
+mod direct;
+use direct::DirectWriter;
 
 /// The layout this build writes and the only one it opens.
 pub const SCHEMA_VERSION: u64 = 2;
@@ -867,7 +872,7 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
 struct RunWriter {
     id: u64,
     path: PathBuf,
-    out: BufWriter<File>,
+    out: DirectWriter,
     at: u64,
     hosts: HostIndex,
     names: NameIndex,
@@ -882,22 +887,18 @@ fn opened<'a>(
 ) -> Result<&'a mut RunWriter, StoreError> {
     let writer = match out.take() {
         Some(writer) => writer,
-        None => RunWriter::create(dir, id)?,
+        None => RunWriter::create(dir, id, false)?,
     };
     Ok(out.insert(writer))
 }
 
 impl RunWriter {
-    fn create(dir: &Path, id: u64) -> Result<Self, StoreError> {
+    /// Creates the run `id` in `dir`, written past the page cache if `direct` (see
+    /// [`direct`]).
+    fn create(dir: &Path, id: u64, direct: bool) -> Result<Self, StoreError> {
         let path = dir.join(Run::file_name(id));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .map_err(io_failed("creating a run", &path))?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut out =
+            DirectWriter::create(&path, direct).map_err(io_failed("creating a run", &path))?;
         out.write_all(RUN_MAGIC)
             .map_err(io_failed("writing a run", &path))?;
         Ok(Self {
@@ -980,11 +981,10 @@ impl RunWriter {
         self.out
             .write_all(&footer)
             .map_err(io_failed("writing a run", &self.path))?;
-        let file = self.out.into_inner().map_err(|e| StoreError::Io {
-            during: "writing a run",
-            path: self.path.clone(),
-            source: e.into_error(),
-        })?;
+        let file = self
+            .out
+            .finish()
+            .map_err(io_failed("writing a run", &self.path))?;
         file.sync_all()
             .map_err(io_failed("syncing a run", &self.path))?;
         let bytes = self.at + index.len() as u64 + FOOTER_LEN;
@@ -1836,7 +1836,7 @@ fn merge_into(dir: &Path, id: u64, runs: &[Arc<Run>], tier: u32) -> Result<Run, 
     #[cfg(test)]
     tests::held_merges::wait(dir, tier);
     let result = (|| {
-        let mut out = RunWriter::create(dir, id)?;
+        let mut out = RunWriter::create(dir, id, true)?;
         let mut windows: Vec<Window> = runs.iter().map(|_| Window::new()).collect();
         for (r, at) in newest_hosts(runs) {
             let hosts = &runs[r].hosts;
