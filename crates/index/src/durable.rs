@@ -29,9 +29,10 @@
 //! [`FANOUT`] runs are of one tier and every newer run is of that tier or lower (a batch's run
 //! is tier 0, the merge of `FANOUT` runs of tier `t` and the few newer ones is of tier
 //! `t + 1`), so a store holds a few dozen runs at most and a record is rewritten about once
-//! per tier. A merge writes its run past the page cache (`direct`: `O_DIRECT`, so the kernel
-neither copies its bytes nor holds the other writers back while the disk catches up). A
-merge runs on a thread of its own while batches go on, and merges of the runs
+//! per tier. A merge writes its run past the page cache, and reads the runs merges wrote past
+//! it too (`direct`: `O_DIRECT`, so the kernel copies none of their bytes, and the dirty pages
+//! of merges hold no other writer back while the disk catches up). A merge runs on a thread
+//! of its own while batches go on, and merges of the runs
 //! after those of a merge in flight start beside it (a long merge of the largest runs holds up
 //! no small one); its run is named by the manifest, in place of its inputs, at the next batch
 //! after it finished (or when the store is dropped), and a batch waits for one only once
@@ -1009,32 +1010,59 @@ impl RunWriter {
 /// Reads a run's records in file order through a window of the file, so a walk in key order
 /// reads each run sequentially.
 struct Window {
+    /// The file offset of `buf[from]`.
     start: u64,
     buf: Vec<u8>,
+    /// The window's bytes are `buf[from..from + len]`.
+    from: usize,
+    len: usize,
+    /// The run opened for direct reads, for a window that reads past the page cache.
+    direct: Option<File>,
 }
 
 impl Window {
     const SIZE: usize = 1 << 20;
 
+    /// A window reading through the page cache.
     fn new() -> Self {
         Self {
             start: 0,
             buf: Vec::new(),
+            from: 0,
+            len: 0,
+            direct: None,
         }
+    }
+
+    /// A window reading `run` past the page cache where its filesystem allows (a merge
+    /// reading a run that a merge wrote past it: see [`direct`]).
+    fn direct(run: &Run) -> Result<Self, StoreError> {
+        let direct =
+            direct::open_for_reading(&run.path).map_err(io_failed("opening a run", &run.path))?;
+        Ok(Self {
+            direct,
+            ..Self::new()
+        })
     }
 
     fn get<'a>(&'a mut self, run: &Run, loc: Loc) -> Result<&'a [u8], StoreError> {
         let end = loc.at + u64::from(loc.len);
-        if loc.at < self.start || end > self.start + self.buf.len() as u64 {
+        if loc.at < self.start || end > self.start + self.len as u64 {
             let want = (loc.len as usize).max(Self::SIZE);
             let available = (run.bytes - loc.at) as usize;
-            self.buf.resize(want.min(available), 0);
-            run.file
-                .read_exact_at(&mut self.buf, loc.at)
-                .map_err(io_failed("reading a run", &run.path))?;
+            let failed = io_failed("reading a run", &run.path);
+            (self.from, self.len) = match &self.direct {
+                Some(file) => direct::read_at(file, loc.at, want.min(available), &mut self.buf)
+                    .map_err(failed)?,
+                None => {
+                    self.buf.resize(want.min(available), 0);
+                    run.file.read_exact_at(&mut self.buf, loc.at).map_err(failed)?;
+                    (0, self.buf.len())
+                }
+            };
             self.start = loc.at;
         }
-        let from = (loc.at - self.start) as usize;
+        let from = self.from + (loc.at - self.start) as usize;
         Ok(&self.buf[from..from + loc.len as usize])
     }
 }
@@ -1837,7 +1865,13 @@ fn merge_into(dir: &Path, id: u64, runs: &[Arc<Run>], tier: u32) -> Result<Run, 
     tests::held_merges::wait(dir, tier);
     let result = (|| {
         let mut out = RunWriter::create(dir, id, true)?;
-        let mut windows: Vec<Window> = runs.iter().map(|_| Window::new()).collect();
+        // A run a merge wrote is read past the page cache too: it is not there.
+        let mut windows = (runs.iter())
+            .map(|run| match run.tier {
+                0 => Ok(Window::new()),
+                _ => Window::direct(run),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         for (r, at) in newest_hosts(runs) {
             let hosts = &runs[r].hosts;
             let bytes = windows[r].get(&runs[r], hosts.loc(at))?;

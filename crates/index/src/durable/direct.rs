@@ -126,6 +126,52 @@ impl Write for DirectWriter {
     }
 }
 
+/// Opens `path` for direct reads; `None` when its filesystem refuses them.
+pub(super) fn open_for_reading(path: &Path) -> io::Result<Option<File>> {
+    match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+    {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if refused(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads the `len` bytes at `at` of `file` (opened by [`open_for_reading`]) into `buffer`,
+/// from the aligned offset at or before `at` to an aligned length past them (fewer at the end
+/// of the file); where they are in `buffer` (start, and how many from there were read, at
+/// least `len`).
+pub(super) fn read_at(
+    file: &File,
+    at: u64,
+    len: usize,
+    buffer: &mut Vec<u8>,
+) -> io::Result<(usize, usize)> {
+    let align = ALIGN as u64;
+    let base = at / align * align;
+    let skip = usize::try_from(at - base).expect("below ALIGN");
+    let span = (skip + len).next_multiple_of(ALIGN);
+    if buffer.len() < span + ALIGN {
+        buffer.resize(span + ALIGN, 0);
+    }
+    let area = buffer.as_ptr().align_offset(ALIGN);
+    let mut read = 0;
+    while read < skip + len {
+        // Each read starts aligned, so after a short one it starts again at or before the
+        // byte that one ended at; one that brings nothing new stopped at the end of the file.
+        let from = read / ALIGN * ALIGN;
+        match file.read_at(&mut buffer[area + from..area + span], base + from as u64) {
+            Ok(n) if from + n <= read => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => read = from + n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((area + skip, read - skip))
+}
+
 fn open(path: &Path, direct: bool) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(true);
@@ -193,5 +239,40 @@ mod tests {
             assert!(std::fs::read(&path).expect("read") == bytes, "{len} bytes");
         }
         std::fs::remove_dir_all(&dir).expect("remove the scratch directory");
+    }
+
+    #[test]
+    fn a_read_at_any_offset_gives_the_bytes_there() {
+        let exe = std::env::current_exe().expect("the test binary");
+        let path = exe.with_file_name(format!("direct-reader-{}", std::process::id()));
+        let len = 3 * ALIGN + 1_234;
+        let bytes = pattern(len);
+        std::fs::write(&path, &bytes).expect("a scratch file");
+        let file = open_for_reading(&path)
+            .expect("open")
+            .expect("a disk filesystem reads direct");
+        let mut buffer = Vec::new();
+        for (at, want) in [
+            (0, 1),
+            (0, len),
+            (1, ALIGN),
+            (ALIGN - 1, 2),
+            (ALIGN, ALIGN),
+            (2 * ALIGN + 17, ALIGN + 100),
+            (len - 1, 1),
+        ] {
+            let (from, read) = read_at(&file, at as u64, want, &mut buffer).expect("read");
+            assert!(read >= want, "at {at}: {read} bytes read of {want}");
+            assert!(from + read <= buffer.len());
+            assert!(
+                buffer[from..from + want] == bytes[at..at + want],
+                "at {at}: other bytes"
+            );
+            // Whatever else was read is the file's too.
+            assert!(buffer[from..from + read] == bytes[at..at + read], "at {at}");
+        }
+        let past = read_at(&file, len as u64 - 1, 2, &mut buffer).expect_err("past the end");
+        assert_eq!(past.kind(), io::ErrorKind::UnexpectedEof);
+        std::fs::remove_file(&path).expect("remove the scratch file");
     }
 }
