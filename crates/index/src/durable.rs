@@ -1051,12 +1051,20 @@ impl Window {
             let want = (loc.len as usize).max(Self::SIZE);
             let available = (run.bytes - loc.at) as usize;
             let failed = io_failed("reading a run", &run.path);
-            (self.from, self.len) = match &self.direct {
-                Some(file) => direct::read_at(file, loc.at, want.min(available), &mut self.buf)
-                    .map_err(failed)?,
+            let direct = (self.direct.as_ref())
+                .map(|file| direct::read_at(file, loc.at, want.min(available), &mut self.buf));
+            (self.from, self.len) = match direct {
+                // A filesystem that opens direct but refuses the read: through the cache.
+                Some(Err(e)) if direct::refused(&e) => {
+                    self.direct = None;
+                    return self.get(run, loc);
+                }
+                Some(read) => read.map_err(failed)?,
                 None => {
                     self.buf.resize(want.min(available), 0);
-                    run.file.read_exact_at(&mut self.buf, loc.at).map_err(failed)?;
+                    run.file
+                        .read_exact_at(&mut self.buf, loc.at)
+                        .map_err(failed)?;
                     (0, self.buf.len())
                 }
             };

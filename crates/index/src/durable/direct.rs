@@ -15,9 +15,12 @@
 //! (found with `align_offset`, so no `unsafe`). Only whole buffers are written until the end,
 //! where the last bytes are written padded to `ALIGN` and the file is cut to its length.
 //!
+//! A merge also reads the runs merges wrote ([`open_for_reading`], [`read_at`]) past the
+//! cache: they are not in it, and a read through it would copy every byte once more.
+//!
 //! A filesystem that refuses direct writes (the open or the first write fails with `EINVAL`)
-//! is written through the page cache instead, by the same code: the file's bytes are the
-//! same either way, only the cost differs.
+//! is written through the page cache instead, by the same code, and one that refuses direct
+//! reads is read through it: the bytes are the same either way, only the cost differs.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -181,8 +184,8 @@ fn open(path: &Path, direct: bool) -> io::Result<File> {
     options.open(path)
 }
 
-/// Whether `e` says the filesystem does not write direct.
-fn refused(e: &io::Error) -> bool {
+/// Whether `e` says the filesystem does not read or write direct.
+pub(super) fn refused(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::EINVAL)
 }
 
@@ -235,7 +238,10 @@ mod tests {
             let mut got = vec![0; len.saturating_sub(3)];
             file.read_exact_at(&mut got, 3.min(len as u64))
                 .expect("read back");
-            assert!(got == bytes[3.min(len)..], "{len} bytes: other bytes read back");
+            assert!(
+                got == bytes[3.min(len)..],
+                "{len} bytes: other bytes read back"
+            );
             assert!(std::fs::read(&path).expect("read") == bytes, "{len} bytes");
         }
         std::fs::remove_dir_all(&dir).expect("remove the scratch directory");
