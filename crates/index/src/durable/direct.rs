@@ -15,8 +15,9 @@
 //! (found with `align_offset`, so no `unsafe`). Only whole buffers are written until the end,
 //! where the last bytes are written padded to `ALIGN` and the file is cut to its length.
 //!
-//! A merge also reads the runs merges wrote ([`open_for_reading`], [`read_at`]) past the
-//! cache: they are not in it, and a read through it would copy every byte once more.
+//! A merge, and an index build's walk over the whole store, also read the runs merges wrote
+//! ([`open_for_reading`], [`read_at`]) past the cache: they are not in it, and a read through
+//! it would copy every byte once more and make the cache account for every page.
 //!
 //! A filesystem that refuses direct writes (the open or the first write fails with `EINVAL`)
 //! is written through the page cache instead, by the same code, and one that refuses direct
