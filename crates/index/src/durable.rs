@@ -1034,8 +1034,8 @@ impl Window {
         }
     }
 
-    /// A window reading `run` past the page cache where its filesystem allows (a merge
-    /// reading a run that a merge wrote past it: see [`direct`]).
+    /// A window reading `run` past the page cache where its filesystem allows (a walk over a
+    /// run that a merge wrote past it: see [`direct`]).
     fn direct(run: &Run) -> Result<Self, StoreError> {
         let direct =
             direct::open_for_reading(&run.path).map_err(io_failed("opening a run", &run.path))?;

@@ -1,4 +1,5 @@
-//! Writing a merged run past the page cache (`O_DIRECT`), for [`super::merge_into`].
+//! Writing a merged run past the page cache (`O_DIRECT`), for [`super::merge_into`], and
+//! reading it back the same way in a walk over whole runs.
 //!
 //! A merge rewrites every record of its inputs. Written through the page cache, each byte
 //! costs the kernel a copy into a cache page, and the pages pile up dirty faster than the disk
@@ -6,8 +7,8 @@
 //! made to wait for the writeback. At 10 million hosts the kernel's copy of the merges'
 //! 29 GB was half the merge thread's time and a tenth of the whole ingest's CPU, and the store
 //! thread spent about a third of its time waiting on the disk. Written direct, the device
-//! takes the bytes from this writer's buffer, and the cache keeps what it held; the merged run
-//! is read back through the cache as before (its reads need no alignment).
+//! takes the bytes from this writer's buffer, and the cache keeps what it held; a batch's
+//! lookups read the merged run's records through the cache (at any offset, as before).
 //!
 //! Direct writes must start at an offset and from memory aligned to the device's block, for a
 //! length that is a multiple of it. [`ALIGN`] (4096) is a multiple of every common logical
