@@ -17,8 +17,10 @@
 //! where the last bytes are written padded to `ALIGN` and the file is cut to its length.
 //!
 //! A merge, and an index build's walk over the whole store, also read the runs merges wrote
-//! ([`open_for_reading`], [`read_at`]) past the cache: they are not in it, and a read through
-//! it would copy every byte once more and make the cache account for every page.
+//! ([`open_for_reading`], [`Ahead`]) past the cache: they are not in it, and a read through
+//! it would copy every byte once more and make the cache account for every page. With no
+//! kernel read-ahead for direct reads, [`Ahead`] reads each run a chunk ahead of the walk on
+//! a thread of its own, so the disk's time is spent while the walk decodes.
 //!
 //! A filesystem that refuses direct writes (the open or the first write fails with `EINVAL`)
 //! is written through the page cache instead, by the same code, and one that refuses direct
@@ -28,6 +30,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender};
 
 /// Alignment of the writes' offsets, lengths and buffer.
 const ALIGN: usize = 4096;
@@ -148,12 +151,7 @@ pub(super) fn open_for_reading(path: &Path) -> io::Result<Option<File>> {
 /// from the aligned offset at or before `at` to an aligned length past them (fewer at the end
 /// of the file); where they are in `buffer` (start, and how many from there were read, at
 /// least `len`).
-pub(super) fn read_at(
-    file: &File,
-    at: u64,
-    len: usize,
-    buffer: &mut Vec<u8>,
-) -> io::Result<(usize, usize)> {
+fn read_at(file: &File, at: u64, len: usize, buffer: &mut Vec<u8>) -> io::Result<(usize, usize)> {
     let align = ALIGN as u64;
     let base = at / align * align;
     let skip = usize::try_from(at - base).expect("below ALIGN");
@@ -175,6 +173,87 @@ pub(super) fn read_at(
         }
     }
     Ok((area + skip, read - skip))
+}
+
+/// A file's bytes from an offset to an end, read direct in chunks by a thread of its own one
+/// chunk ahead of the walk that takes them: while the walk decodes a chunk, the disk reads
+/// the next (direct reads have no kernel read-ahead to do it). Each chunk ends at a multiple
+/// of the chunk size, so every read after the first starts aligned.
+#[derive(Debug)]
+pub(super) struct Ahead {
+    chunks: Receiver<io::Result<Chunk>>,
+    /// Buffers of chunks taken, for the thread to read later chunks into.
+    spare: Sender<Vec<u8>>,
+}
+
+/// Consecutive bytes of a file, read by [`Ahead`].
+#[derive(Debug)]
+pub(super) struct Chunk {
+    /// The file offset of the chunk's first byte.
+    pub(super) at: u64,
+    buffer: Vec<u8>,
+    /// The chunk's bytes are `buffer[from..from + len]`.
+    from: usize,
+    len: usize,
+}
+
+impl Chunk {
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.buffer[self.from..self.from + self.len]
+    }
+
+    /// The file offset just past the chunk.
+    pub(super) fn end(&self) -> u64 {
+        self.at + self.len as u64
+    }
+}
+
+impl Ahead {
+    /// Starts reading `file` (opened by [`open_for_reading`]) from `at` to `end`, in chunks
+    /// ending at multiples of `chunk` bytes (a multiple of [`ALIGN`]). The thread ends at
+    /// `end`, at its first error (given as the next chunk), or when this is dropped.
+    pub(super) fn start(file: &File, at: u64, end: u64, chunk: usize) -> io::Result<Self> {
+        assert!(chunk > 0 && chunk % ALIGN == 0, "chunks of whole blocks");
+        let file = file.try_clone()?;
+        // No room in the channel: the thread reads one chunk and waits for it to be taken.
+        let (send, chunks) = mpsc::sync_channel(0);
+        let (spare, spares) = mpsc::channel::<Vec<u8>>();
+        std::thread::Builder::new()
+            .name("store-read-ahead".into())
+            .spawn(move || {
+                let mut at = at;
+                while at < end {
+                    let next = (at / chunk as u64 + 1) * chunk as u64;
+                    let len = usize::try_from(next.min(end) - at).expect("at most a chunk");
+                    let mut buffer = spares.try_recv().unwrap_or_default();
+                    let read = read_at(&file, at, len, &mut buffer).map(|(from, _)| Chunk {
+                        at,
+                        buffer,
+                        from,
+                        len,
+                    });
+                    let failed = read.is_err();
+                    if send.send(read).is_err() || failed {
+                        return;
+                    }
+                    at = next;
+                }
+            })?;
+        Ok(Self { chunks, spare })
+    }
+
+    /// The next chunk; `UnexpectedEof` past the end.
+    pub(super) fn next(&self) -> io::Result<Chunk> {
+        self.chunks
+            .recv()
+            .unwrap_or_else(|_| Err(io::ErrorKind::UnexpectedEof.into()))
+    }
+
+    /// Gives a chunk's buffer back to be read into again.
+    pub(super) fn recycle(&self, chunk: Chunk) {
+        // The thread may have ended (at the end of the file); the buffer is then dropped.
+        let _ = self.spare.send(chunk.buffer);
+    }
 }
 
 fn open(path: &Path, direct: bool) -> io::Result<File> {
