@@ -127,7 +127,11 @@ where
     }
     let out = child.wait_with_output().await.expect("node ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{what} failed:\n{report}\n{stderr}");
+    // The script's error first: a long report must not push it out of a shortened log.
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{stderr}\nits report up to the failure:\n{report}"
+    );
     assert!(report.contains("ok: no request left"), "{report}");
     eprintln!("{report}");
     report
