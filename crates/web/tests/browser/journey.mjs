@@ -96,7 +96,7 @@ try {
 
   // The terms link opens in a new tab (target=_blank); if it ever opens here, come back.
   const link = page.locator('label[for=terms] a');
-  const opened = context.waitForEvent('page', { timeout: 5000 }).catch(() => null);
+  const opened = context.waitForEvent('page', { timeout: 15000 }).catch(() => null);
   await link.click();
   const tab = await opened;
   if (tab) {
