@@ -213,7 +213,10 @@ impl Ahead {
     /// ending at multiples of `chunk` bytes (a multiple of [`ALIGN`]). The thread ends at
     /// `end`, at its first error (given as the next chunk), or when this is dropped.
     pub(super) fn start(file: &File, at: u64, end: u64, chunk: usize) -> io::Result<Self> {
-        assert!(chunk > 0 && chunk % ALIGN == 0, "chunks of whole blocks");
+        assert!(
+            chunk > 0 && chunk.is_multiple_of(ALIGN),
+            "chunks of whole blocks"
+        );
         let file = file.try_clone()?;
         // No room in the channel: the thread reads one chunk and waits for it to be taken.
         let (send, chunks) = mpsc::sync_channel(0);
