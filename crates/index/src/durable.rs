@@ -1007,18 +1007,22 @@ impl RunWriter {
     }
 }
 
-/// Reads a run's records in file order through a window of the file, so a walk in key order
-/// reads each run sequentially.
-struct Window {
-    /// The bytes read through the cache, and the file offset of the first.
-    start: u64,
-    buf: Vec<u8>,
-    /// The run opened for direct reads, for a window that reads past the page cache.
-    direct: Option<File>,
-    /// A direct window's chunks, read ahead of the walk ([`direct::Ahead`]), and the chunk
-    /// the walk is in.
+/// Reads a run's records in file order, so a walk in key order reads each run sequentially.
+enum Window {
+    /// Through the page cache, [`Window::SIZE`] bytes at a time: the bytes read, and the file
+    /// offset of the first.
+    Cached { start: u64, buf: Vec<u8> },
+    /// Past the page cache, a chunk ahead of the walk (see [`direct`]).
+    Direct(DirectWindow),
+}
+
+/// A run read past the page cache: the chunks read ahead of the walk.
+struct DirectWindow {
+    /// The run, opened for direct reads.
+    file: File,
+    /// The chunks read ahead ([`direct::Ahead`]), and the chunk the walk is in.
     ahead: Option<(direct::Ahead, direct::Chunk)>,
-    /// A record that spans two chunks, copied whole.
+    /// A record that spans chunks, copied whole.
     spill: Vec<u8>,
 }
 
@@ -1028,23 +1032,24 @@ impl Window {
 
     /// A window reading through the page cache.
     fn new() -> Self {
-        Self {
+        Self::Cached {
             start: 0,
             buf: Vec::new(),
-            direct: None,
-            ahead: None,
-            spill: Vec::new(),
         }
     }
 
     /// A window reading `run` past the page cache where its filesystem allows (a walk over a
     /// run that a merge wrote past it: see [`direct`]).
     fn direct(run: &Run) -> Result<Self, StoreError> {
-        let direct =
+        let file =
             direct::open_for_reading(&run.path).map_err(io_failed("opening a run", &run.path))?;
-        Ok(Self {
-            direct,
-            ..Self::new()
+        Ok(match file {
+            Some(file) => Self::Direct(DirectWindow {
+                file,
+                ahead: None,
+                spill: Vec::new(),
+            }),
+            None => Self::new(),
         })
     }
 
@@ -1063,49 +1068,46 @@ impl Window {
     }
 
     fn get<'a>(&'a mut self, run: &Run, loc: Loc) -> Result<&'a [u8], StoreError> {
-        if self.direct.is_some() {
-            match self.ahead_to(run, loc) {
-                Ok(true) => return Ok(&self.spill),
-                Ok(false) => {
-                    let (_, chunk) = self.ahead.as_ref().expect("a chunk taken");
-                    let from = (loc.at - chunk.at) as usize;
-                    return Ok(&chunk.bytes()[from..from + loc.len as usize]);
-                }
+        if let Self::Direct(direct) = self {
+            match direct.bring_to(run.bytes, loc) {
+                Ok(()) => {}
                 // A filesystem that opens direct but refuses the read: through the cache.
-                Err(e) if direct::refused(&e) => {
-                    self.direct = None;
-                    self.ahead = None;
-                }
+                Err(e) if direct::refused(&e) => *self = Self::new(),
                 Err(e) => return Err(io_failed("reading a run", &run.path)(e)),
             }
         }
+        let (start, buf) = match self {
+            Self::Direct(direct) => return Ok(direct.record(loc)),
+            Self::Cached { start, buf } => (start, buf),
+        };
         let end = loc.at + u64::from(loc.len);
-        if loc.at < self.start || end > self.start + self.buf.len() as u64 {
+        if loc.at < *start || end > *start + buf.len() as u64 {
             let want = (loc.len as usize).max(Self::SIZE);
             let available = (run.bytes - loc.at) as usize;
-            self.buf.resize(want.min(available), 0);
+            buf.resize(want.min(available), 0);
             run.file
-                .read_exact_at(&mut self.buf, loc.at)
+                .read_exact_at(buf, loc.at)
                 .map_err(io_failed("reading a run", &run.path))?;
-            self.start = loc.at;
+            *start = loc.at;
         }
-        let from = (loc.at - self.start) as usize;
-        Ok(&self.buf[from..from + loc.len as usize])
+        let from = (loc.at - *start) as usize;
+        Ok(&buf[from..from + loc.len as usize])
     }
+}
 
-    /// Brings a direct window's chunks to the record at `loc`: whether the record is in
-    /// `spill` (it spans chunks) rather than in the chunk taken.
-    fn ahead_to(&mut self, run: &Run, loc: Loc) -> io::Result<bool> {
+impl DirectWindow {
+    /// Brings the chunks to the record at `loc` of a run of `end` bytes: after it, the record
+    /// is in the chunk taken, or (when it spans chunks) in `spill`.
+    fn bring_to(&mut self, end: u64, loc: Loc) -> io::Result<()> {
         let (at, len) = (loc.at, loc.len as usize);
         // A walk goes forward. Behind the chunk taken, or past the one read ahead of it (over
         // records a newer run holds, or a sample's stride), reading starts again at `at`.
         let again = (self.ahead.as_ref())
-            .is_none_or(|(_, chunk)| at < chunk.at || at >= chunk.end() + Self::SIZE as u64);
+            .is_none_or(|(_, chunk)| at < chunk.at || at >= chunk.end() + Window::SIZE as u64);
         if again {
             // Dropped first: its thread ends rather than read on beside the new one.
             self.ahead = None;
-            let file = self.direct.as_ref().expect("a direct window");
-            let ahead = direct::Ahead::start(file, at, run.bytes, Self::SIZE)?;
+            let ahead = direct::Ahead::start(&self.file, at, end, Window::SIZE)?;
             let chunk = ahead.next()?;
             self.ahead = Some((ahead, chunk));
         }
@@ -1114,7 +1116,7 @@ impl Window {
             ahead.recycle(std::mem::replace(chunk, ahead.next()?));
         }
         if at + len as u64 <= chunk.end() {
-            return Ok(false);
+            return Ok(());
         }
         self.spill.clear();
         self.spill
@@ -1125,7 +1127,19 @@ impl Window {
             let more = (len - self.spill.len()).min(bytes.len());
             self.spill.extend_from_slice(&bytes[..more]);
         }
-        Ok(true)
+        Ok(())
+    }
+
+    /// The bytes of the record at `loc`, once [`Self::bring_to`] it: in the chunk taken when
+    /// they are all there, else in `spill` (the chunk taken then starts after the record).
+    fn record(&self, loc: Loc) -> &[u8] {
+        let (_, chunk) = self.ahead.as_ref().expect("brought to the record");
+        if loc.at >= chunk.at && loc.at + u64::from(loc.len) <= chunk.end() {
+            let from = (loc.at - chunk.at) as usize;
+            &chunk.bytes()[from..from + loc.len as usize]
+        } else {
+            &self.spill
+        }
     }
 }
 
@@ -2396,7 +2410,7 @@ mod tests {
                 let bytes = window.get(&run, run.hosts.loc(i)).unwrap();
                 prop_assert!(bytes == record_bytes(i, lens[i]), "record {}", i);
             }
-            prop_assert!(window.direct.is_some(), "the walk read past the page cache");
+            prop_assert!(matches!(window, Window::Direct(_)), "the walk read past the page cache");
             std::fs::remove_dir_all(&dir).unwrap();
         }
     }
