@@ -550,7 +550,7 @@ impl HostIndex {
     /// An empty index with room for `records`, of which `v4` are IPv4 hosts.
     fn with_capacity(records: usize, v4: usize) -> Self {
         Self {
-            keys: OrderKeys::with_v4_capacity(v4),
+            keys: OrderKeys::with_capacity(v4, records.saturating_sub(v4)),
             bounds: Bounds::with_capacity(records),
         }
     }

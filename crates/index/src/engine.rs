@@ -62,6 +62,7 @@
 mod expiry;
 mod exposure;
 mod facets;
+mod front_coded;
 mod ids;
 mod layers;
 mod persist;

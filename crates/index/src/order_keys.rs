@@ -17,11 +17,11 @@ pub(crate) struct OrderKeys {
 pub(crate) struct OutOfOrder;
 
 impl OrderKeys {
-    /// An empty list with room for `v4` IPv4 keys (the IPv6 ones grow as they come).
-    pub(crate) fn with_v4_capacity(v4: usize) -> Self {
+    /// An empty list with room for `v4` IPv4 keys and `v6` IPv6 ones.
+    pub(crate) fn with_capacity(v4: usize, v6: usize) -> Self {
         Self {
             v4: Vec::with_capacity(v4),
-            v6: Vec::new(),
+            v6: Vec::with_capacity(v6),
         }
     }
 
@@ -148,7 +148,7 @@ mod tests {
             probes in prop::collection::vec(any::<u128>(), 0..30),
         ) {
             let plain: Vec<u128> = keys.into_iter().collect();
-            let mut compact = OrderKeys::with_v4_capacity(4);
+            let mut compact = OrderKeys::with_capacity(4, 0);
             for key in &plain {
                 prop_assert_eq!(compact.push(*key), Ok(()));
             }

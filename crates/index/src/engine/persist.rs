@@ -9,8 +9,9 @@
 //! place ids, the expiry hours and the domain-scan lookups (`scans`) — in the order
 //! [`EmbeddedIndex::save`] writes them — and last a 64-bit checksum of every byte before it
 //! (four-lane, see `Checksum`). Fixed-width columns are written and read a block at a time; postings keyed by text (names, words,
-//! CPEs, certificate names) are in their compact in-memory form (`strings`), so loading them
-//! is a few large reads rather than an allocation per key. Version 6 added the domain-scan
+//! CPEs, certificate names) are in their compact in-memory form (`strings`: front-coded keys,
+//! domain names with their labels reversed), so loading them is a few large reads rather than
+//! an allocation per key. Version 7 front-coded those keys; version 6 added the domain-scan
 //! lookups (before, a load decoded every domain-scan record of the store to rebuild them —
 //! most of a start at ten million hosts; now the records are read by name when a query needs
 //! them); version 5 the compact text form, the compact positions and the four-lane
@@ -51,7 +52,7 @@ use crate::store::IndexConfig;
 
 const MAGIC: &[u8; 8] = b"PSCPIDX\0";
 /// The layout written and the only one read.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 
 /// Why an index file was not used.
 #[derive(Debug, thiserror::Error)]
@@ -401,7 +402,8 @@ impl<R: Read> Reader<R> {
     }
     /// `n` strictly ascending host order keys, as `u128`s.
     pub fn order_keys(&mut self, n: usize) -> Result<OrderKeys, LoadError> {
-        let mut keys = OrderKeys::with_v4_capacity(n);
+        // How many are IPv4 keys is known only once read: room for all, then shrunk.
+        let mut keys = OrderKeys::with_capacity(n, 0);
         self.each(n, |a| {
             keys.push(u128::from_le_bytes(a))
                 .map_err(|OutOfOrder| corrupt("host keys out of order"))

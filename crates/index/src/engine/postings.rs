@@ -20,7 +20,7 @@ use roaring::RoaringBitmap;
 
 use super::ids::Ids;
 use super::persist::{LoadError, Reader, Writer};
-use super::strings::StrPostings;
+use super::strings::{LabelsReversed, StrPostings};
 use crate::reference::matching::{comparable_name, contains_run, enrichment, words};
 use crate::store::{HostRecord, StoredService};
 
@@ -51,7 +51,7 @@ pub(super) struct ServicePostings {
     /// Index 0: exploit flag false; 1: true (services with a vulnerability summary only).
     exploit: [RoaringBitmap; 2],
     /// Comparable certificate names of services eligible for `certificate.name:`.
-    certificate_names: StrPostings,
+    certificate_names: StrPostings<LabelsReversed>,
     /// Per port: its services preceded, in their host, by another service on that port.
     port_repeats: HashMap<Port, RoaringBitmap>,
     /// Per protocol-registry index: its services preceded, in their host, by another service
@@ -721,7 +721,7 @@ pub(super) struct HostPostings {
     asn: HashMap<Asn, RoaringBitmap>,
     /// Stored domain, DNS name and (IPv4) reverse-DNS names, under the name and under each
     /// of its parent domains.
-    names: StrPostings,
+    names: StrPostings<LabelsReversed>,
     /// The distinct organization values of the six evidence sources.
     organizations: Vec<Box<str>>,
     /// While building: the id of each organization value seen (empty once finished or

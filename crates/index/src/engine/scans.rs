@@ -25,7 +25,7 @@ use periscope_model::observation::DomainScan;
 use periscope_model::{DomainName, ip_order_key};
 
 use super::persist::{LoadError, Reader, Writer};
-use super::strings::{StrPostings, TooLong};
+use super::strings::{LabelsReversed, StrPostings, TooLong};
 use super::with_causes;
 use crate::api::IndexError;
 use crate::durable::StoreSnapshot;
@@ -50,7 +50,7 @@ pub(super) struct ScanRecords {
     /// The records' names, ascending: record `i` is the `i`-th key.
     names: StrPostings,
     /// Per name or parent domain: the records within it.
-    within: StrPostings,
+    within: StrPostings<LabelsReversed>,
     /// The listed addresses, ascending.
     listed: Addresses,
     /// The records listing address `i` are `ids[starts[i]..starts[i + 1]]`, ascending.
@@ -142,7 +142,7 @@ impl ScanRecords {
     /// Indexes the records, keeping them in memory. Fails past 2³² records or 4 GiB of keys.
     pub fn new(domains: DomainScans) -> Result<Self, TooLong> {
         let mut names = StrPostings::default();
-        let mut within = StrPostings::default();
+        let mut within = StrPostings::<LabelsReversed>::default();
         let mut pairs: Vec<(IpAddr, u32)> = Vec::new();
         let mut scans = Vec::with_capacity(domains.by_name.len());
         for (i, scan) in domains.by_name.into_values().enumerate() {
@@ -279,7 +279,7 @@ impl ScanRecords {
     }
 
     /// The name of record `i`.
-    fn name(&self, i: u32) -> &str {
+    fn name(&self, i: u32) -> String {
         self.names.key(i as usize)
     }
 
@@ -313,7 +313,7 @@ impl ScanRecords {
     /// The name of record `i` as a domain name (the lookups hold only valid names; one that
     /// is not is an error, never skipped).
     fn domain_name(&self, i: u32) -> Result<DomainName, IndexError> {
-        DomainName::parse(self.name(i)).map_err(|e| {
+        DomainName::parse(&self.name(i)).map_err(|e| {
             IndexError::Unavailable(format!(
                 "the index lists a domain-scan record under an invalid name: {e}"
             ))
@@ -343,7 +343,7 @@ impl ScanRecords {
             }),
             Source::Store(snapshot) => {
                 let name = self.name(i);
-                match snapshot.domain_scan_named(name) {
+                match snapshot.domain_scan_named(&name) {
                     Ok(Some(scan)) => Ok(Cow::Owned(scan)),
                     Ok(None) => Err(IndexError::Unavailable(format!(
                         "the store holds no domain-scan record of {name}, which the index lists"
@@ -420,11 +420,11 @@ impl<'a> ScanView<'a> {
             out.extend(
                 lookup(layer)
                     .into_iter()
-                    .filter(|i| later.iter().all(|l| !l.holds(layer.name(*i))))
+                    .filter(|i| later.iter().all(|l| !l.holds(&layer.name(*i))))
                     .map(|i| (*layer, i)),
             );
         }
-        out.sort_by(|a, b| a.0.name(a.1).cmp(b.0.name(b.1)));
+        out.sort_by_cached_key(|(layer, i)| layer.name(*i));
         out
     }
 }

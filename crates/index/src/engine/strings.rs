@@ -4,31 +4,39 @@
 //! 130 bytes a name, and loading it allocated three times per name.
 //!
 //! Built in a hash map (`insert`), then *frozen* ([`StrPostings::freeze`]): the keys sorted
-//! and concatenated into one buffer with their end offsets, and per key either its only
-//! ordinal (most keys) or the number of its *shared set* among the keys with several. A
-//! shared set of at most [`SMALL_SET`] ordinals (most of them: a certificate name on a few
-//! services, a product word of a rare product) is a slice of one ordinal pool, 4 bytes an
-//! ordinal; a bitmap for a set that small cost about 90 bytes in three allocations. Larger
-//! sets are bitmaps. A lookup is a binary search over the keys. The index file holds every
-//! shared set as a bitmap (the layout of format 6); loading moves the small ones to the pool.
+//! and front coded ([`FrontCoded`]: each key as what it adds to the one before), and per key
+//! either its only ordinal (most keys) or the number of its *shared set* among the keys with
+//! several. A shared set of at most [`SMALL_SET`] ordinals (most of them: a certificate name
+//! on a few services, a product word of a rare product) is a slice of one ordinal pool, 4
+//! bytes an ordinal; a bitmap for a set that small cost about 90 bytes in three allocations.
+//! Larger sets are bitmaps. A lookup is a binary search over the coded keys' blocks. The
+//! index file holds the coded keys as they are in memory and every shared set as a bitmap;
+//! loading moves the small ones to the pool.
+//!
+//! **Key order:** domain names are held with their labels reversed ([`KeyOrder`]:
+//! `example.pool.10-1-2-3` for `10-1-2-3.pool.example`), so that the names of one zone sort
+//! together and share all but their first label with their neighbours: the host names of ten
+//! million hosts code to about a fifth of their length, where in their own order (sharing
+//! only the start of the first label) they kept most of it.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Write as _;
+use std::marker::PhantomData;
 
 use roaring::RoaringBitmap;
 
+use super::front_coded::{FrontCoded, Refused};
 use super::persist::{LoadError, Reader, Writer};
 
-/// Text keys → ordinals; see the module documentation.
+/// Text keys → ordinals, the keys held in order `O`; see the module documentation.
 #[derive(Debug, Default)]
-pub(super) struct StrPostings {
-    /// While building: per key, its ordinals. Empty once frozen.
+pub(super) struct StrPostings<O: KeyOrder = AsGiven> {
+    /// While building: per key (in its held form), its ordinals. Empty once frozen.
     building: HashMap<Box<str>, RoaringBitmap>,
-    /// The keys, ascending, concatenated.
-    text: Box<str>,
-    /// Key `i` is `text[ends[i - 1]..ends[i]]` (`ends[-1]` = 0).
-    ends: Box<[u32]>,
+    order: PhantomData<O>,
+    /// The keys in their held form, ascending.
+    keys: FrontCoded,
     /// Per key: its only ordinal, or (when `shared` holds the key) its shared set's number.
     values: Box<[u32]>,
     /// The keys with more than one ordinal; shared set `j` is that of the `j`-th of them.
@@ -40,6 +48,43 @@ pub(super) struct StrPostings {
     /// The shared sets of more than [`SMALL_SET`] ordinals, by number.
     big_sets: RoaringBitmap,
     big: Box<[RoaringBitmap]>,
+}
+
+/// How the keys of a [`StrPostings`] are held (a type, so that postings of names cannot be
+/// made or read in another order); see the module documentation.
+pub(super) trait KeyOrder: Default + std::fmt::Debug {
+    /// `key` as held in this order; holding a held key again gives the key back.
+    fn held(key: &str) -> Cow<'_, str>;
+}
+
+/// Keys held as given (words, CPEs).
+#[derive(Debug, Default)]
+pub(super) struct AsGiven;
+
+impl KeyOrder for AsGiven {
+    fn held(key: &str) -> Cow<'_, str> {
+        Cow::Borrowed(key)
+    }
+}
+
+/// Domain names held with their labels reversed.
+#[derive(Debug, Default)]
+pub(super) struct LabelsReversed;
+
+impl KeyOrder for LabelsReversed {
+    fn held(key: &str) -> Cow<'_, str> {
+        if !key.contains('.') {
+            return Cow::Borrowed(key);
+        }
+        let mut out = String::with_capacity(key.len());
+        for (i, label) in key.rsplit('.').enumerate() {
+            if i > 0 {
+                out.push('.');
+            }
+            out.push_str(label);
+        }
+        Cow::Owned(out)
+    }
 }
 
 /// The largest shared set held in the pool rather than as a bitmap.
@@ -71,7 +116,7 @@ impl SharedSets {
     }
 
     /// The sets, exactly sized, into `set`.
-    fn finish(mut self, set: &mut StrPostings) {
+    fn finish<O: KeyOrder>(mut self, set: &mut StrPostings<O>) {
         // Bounded by `push`.
         self.starts.push(self.pool.len() as u32);
         set.starts = self.starts.into_boxed_slice();
@@ -81,10 +126,11 @@ impl SharedSets {
     }
 }
 
-impl StrPostings {
+impl<O: KeyOrder> StrPostings<O> {
     /// Adds `ordinal` under `key` (while building).
     pub fn insert(&mut self, key: &str, ordinal: u32) {
-        match self.building.get_mut(key) {
+        let key = O::held(key);
+        match self.building.get_mut(key.as_ref()) {
             Some(b) => {
                 b.insert(ordinal);
             }
@@ -104,19 +150,17 @@ impl StrPostings {
         }
         let mut entries: Vec<(Box<str>, RoaringBitmap)> = building.into_iter().collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let bytes: usize = entries.iter().map(|(k, _)| k.len()).sum();
-        if u32::try_from(bytes).is_err() || u32::try_from(entries.len()).is_err() {
+        if u32::try_from(entries.len()).is_err() {
             return Err(TooLong);
         }
-        let mut text = String::with_capacity(bytes);
-        let mut ends = Vec::with_capacity(entries.len());
+        // The keys are distinct and sorted: only their length can be refused.
+        let keys = FrontCoded::from_sorted(entries.iter().map(|(k, _)| k.as_bytes()))
+            .map_err(|_| TooLong)?;
         let mut values = Vec::with_capacity(entries.len());
         let mut shared = RoaringBitmap::new();
         let mut sets = SharedSets::default();
-        for (i, (key, ordinals)) in entries.into_iter().enumerate() {
-            text.push_str(&key);
-            // Both bounded above.
-            ends.push(text.len() as u32);
+        for (i, (_, ordinals)) in entries.into_iter().enumerate() {
+            // Bounded above.
             if ordinals.len() == 1
                 && let Some(only) = ordinals.min()
             {
@@ -127,31 +171,33 @@ impl StrPostings {
                 sets.push(ordinals)?;
             }
         }
-        self.text = text.into_boxed_str();
-        self.ends = ends.into_boxed_slice();
+        self.keys = keys;
         self.values = values.into_boxed_slice();
         self.shared = shared;
         sets.finish(self);
         Ok(())
     }
 
-    /// The frozen entries, taken out (so that a frozen set can be extended and frozen again).
+    /// The frozen entries (keys in their held form), taken out (so that a frozen set can be
+    /// extended and frozen again).
     fn drain_frozen(&mut self) -> Vec<(Box<str>, RoaringBitmap)> {
-        let out = (0..self.ends.len())
-            .map(|i| (self.key(i).into(), self.ordinals(i).into_owned()))
-            .collect();
+        let mut out = Vec::with_capacity(self.keys.len());
+        self.keys.for_each(|i, key| {
+            out.push((
+                String::from_utf8_lossy(key).into(),
+                self.ordinals(i).into_owned(),
+            ));
+        });
         *self = Self::default();
         out
     }
 
-    /// Key `i` in ascending order (empty past the last).
-    pub fn key(&self, i: usize) -> &str {
-        let start = i
-            .checked_sub(1)
-            .and_then(|p| self.ends.get(p))
-            .map_or(0, |e| *e as usize);
-        let end = self.ends.get(i).map_or(start, |e| *e as usize);
-        self.text.get(start..end).unwrap_or("")
+    /// Key `i` in ascending order of the held form, as given (empty past the last).
+    pub fn key(&self, i: usize) -> String {
+        let held = self.keys.get(i).unwrap_or_default();
+        // Keys are UTF-8: made from `str`s, checked on load.
+        let held = String::from_utf8_lossy(&held);
+        O::held(&held).into_owned()
     }
 
     fn ordinals(&self, i: usize) -> Cow<'_, RoaringBitmap> {
@@ -192,27 +238,19 @@ impl StrPostings {
     /// The ordinals under `key` (empty when none; a frozen set only).
     pub fn get(&self, key: &str) -> Option<Cow<'_, RoaringBitmap>> {
         debug_assert!(self.building.is_empty(), "a lookup before freeze");
-        let (mut low, mut high) = (0, self.ends.len());
-        while low < high {
-            let mid = low + (high - low) / 2;
-            match self.key(mid).cmp(key) {
-                std::cmp::Ordering::Less => low = mid + 1,
-                std::cmp::Ordering::Greater => high = mid,
-                std::cmp::Ordering::Equal => return Some(self.ordinals(mid)),
-            }
-        }
-        None
+        let at = self.keys.find(O::held(key).as_bytes())?;
+        Some(self.ordinals(at))
     }
 
     /// Keys.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.keys.len()
     }
 
     /// Approximate bytes held (frozen).
     pub fn heap_bytes(&self) -> usize {
-        self.text.len()
-            + self.ends.len() * 8
+        self.keys.heap_bytes()
+            + self.values.len() * 4
             + self.shared.serialized_size()
             + (self.starts.len() + self.pool.len()) * 4
             + self.big_sets.serialized_size()
@@ -226,10 +264,9 @@ impl StrPostings {
     /// Writes the frozen form (the index file; see `persist`).
     pub fn write<W: std::io::Write>(&self, w: &mut Writer<W>) -> std::io::Result<()> {
         debug_assert!(self.building.is_empty(), "a save before freeze");
-        w.len(self.ends.len())?;
-        w.len(self.text.len())?;
-        w.write_all(self.text.as_bytes())?;
-        w.u32s(&self.ends)?;
+        w.len(self.keys.len())?;
+        w.len(self.keys.bytes().len())?;
+        w.write_all(self.keys.bytes())?;
         w.u32s(&self.values)?;
         w.bitmap(&self.shared)?;
         let sets = self.shared_sets();
@@ -249,8 +286,10 @@ impl StrPostings {
         let bad = |why: &str| LoadError::Corrupt(format!("{what}: {why}"));
         let n = r.len(what)?;
         let bytes = r.len(what)?;
-        let text = String::from_utf8(r.bytes(bytes)?).map_err(|_| bad("not UTF-8"))?;
-        let ends = r.u32s(n)?;
+        let keys = FrontCoded::from_bytes(r.bytes(bytes)?, n).map_err(|e| match e {
+            Refused::TooLong => bad("keys past 4 GiB"),
+            Refused::Invalid(why) => bad(why),
+        })?;
         let values = r.u32s(n)?;
         let shared = r.bitmap(what)?;
         let count = r.len(what)?;
@@ -265,8 +304,8 @@ impl StrPostings {
         }
         let mut set = Self {
             building: HashMap::new(),
-            text: text.into_boxed_str(),
-            ends: ends.into_boxed_slice(),
+            order: PhantomData,
+            keys,
             values: values.into_boxed_slice(),
             shared,
             ..Self::default()
@@ -278,24 +317,19 @@ impl StrPostings {
 
     /// The structural checks of a loaded set.
     fn check(&self, limit: usize) -> Result<(), &'static str> {
-        let mut start = 0usize;
-        for end in &self.ends {
-            let end = *end as usize;
-            if end < start || end > self.text.len() || !self.text.is_char_boundary(end) {
-                return Err("key offsets");
-            }
-            start = end;
+        let mut utf8 = true;
+        self.keys
+            .for_each(|_, key| utf8 &= std::str::from_utf8(key).is_ok());
+        if !utf8 {
+            return Err("a key is not UTF-8");
         }
-        if start != self.text.len() {
-            return Err("key offsets");
-        }
-        if (1..self.ends.len()).any(|i| self.key(i - 1) >= self.key(i)) {
-            return Err("keys out of order");
+        if self.values.len() != self.keys.len() {
+            return Err("values");
         }
         if self
             .shared
             .max()
-            .is_some_and(|m| m as usize >= self.ends.len())
+            .is_some_and(|m| m as usize >= self.keys.len())
             || self.shared.len() + 1 != self.starts.len() as u64
         {
             return Err("shared keys");
@@ -325,12 +359,19 @@ mod tests {
 
     #[test]
     fn frozen_lookups_answer_as_the_map_did() {
-        let mut set = StrPostings::default();
+        lookups_answer_as_the_map_did::<AsGiven>();
+        lookups_answer_as_the_map_did::<LabelsReversed>();
+    }
+
+    /// Postings held in order `O` answer as a map of their keys did: frozen, written and read
+    /// back, and frozen again; each key comes back as given at its position.
+    fn lookups_answer_as_the_map_did<O: KeyOrder>() {
+        let mut set = StrPostings::<O>::default();
         let mut map: HashMap<String, RoaringBitmap> = HashMap::new();
         let mut seed = 7u64;
         for ordinal in 0..5_000u32 {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            let key = format!("k{}.example", (seed >> 33) % 3_000);
+            let key = format!("k{}.{}.example", (seed >> 33) % 3_000, seed % 7);
             set.insert(&key, ordinal);
             map.entry(key).or_default().insert(ordinal);
         }
@@ -359,24 +400,40 @@ mod tests {
         let mut bytes = Vec::new();
         set.write(&mut Writer::new(&mut bytes)).expect("in memory");
         let limit = 5_000 * 37 + sizes.len();
-        let read = StrPostings::read(&mut Reader::new(bytes.as_slice()), "test", limit)
+        let read = StrPostings::<O>::read(&mut Reader::new(bytes.as_slice()), "test", limit)
             .expect("what was written");
         for (key, ordinals) in &map {
             assert_eq!(read.get(key).as_deref(), Some(ordinals), "{key} read back");
         }
+        let mut keys: Vec<String> = (0..read.len()).map(|i| read.key(i)).collect();
+        keys.sort();
+        let mut expected: Vec<String> = map.keys().cloned().collect();
+        expected.sort();
+        assert_eq!(keys, expected, "the keys by position");
         // An ordinal at the limit is refused.
-        let refused = StrPostings::read(&mut Reader::new(bytes.as_slice()), "test", limit - 38);
+        let refused =
+            StrPostings::<O>::read(&mut Reader::new(bytes.as_slice()), "test", limit - 38);
         assert!(refused.is_err(), "an ordinal beyond the index was accepted");
         // Freezing again after more inserts keeps everything.
-        set.insert("k1.example", 9_999);
+        set.insert("k1.1.example", 9_999);
         set.insert("new", 10_000);
         set.insert("big0", 1_000_001);
         set.freeze().expect("small");
-        map.entry("k1.example".into()).or_default().insert(9_999);
+        map.entry("k1.1.example".into()).or_default().insert(9_999);
         map.entry("new".into()).or_default().insert(10_000);
         map.entry("big0".into()).or_default().insert(1_000_001);
         for (key, ordinals) in &map {
             assert_eq!(set.get(key).as_deref(), Some(ordinals), "{key}");
         }
+    }
+
+    /// Reversing a name's labels twice gives it back; a name without a dot is its own form.
+    #[test]
+    fn reversed_labels_read_back() {
+        assert_eq!(LabelsReversed::held("a.b.example"), "example.b.a");
+        assert_eq!(LabelsReversed::held("example.b.a"), "a.b.example");
+        assert_eq!(LabelsReversed::held("example"), "example");
+        assert_eq!(LabelsReversed::held("a..b."), ".b..a");
+        assert_eq!(LabelsReversed::held(".b..a"), "a..b.");
     }
 }
