@@ -40,7 +40,8 @@
 //! as every rebuild did before there was a delta; a delta refresh adds only the delta. The
 //! first start that builds (no usable index file) saves the file and then answers from the
 //! file loaded back, dropping the built index first: it holds what a restart holds, not
-//! what the build left behind.
+//! what the build left behind — but for the pages the allocator has not yet returned of
+//! what the build freed (about 6% more at ten million hosts, see `docs/benchmarks.md`).
 //!
 //! **Boundary:** one process owns a store (it locks the store directory), so data reaches a running
 //! server through that process's [`LiveIndex::apply_batch`], not through a second process
