@@ -115,16 +115,13 @@ impl FrontCoded {
         if i >= self.len {
             return None;
         }
-        let mut found = None;
-        self.walk_block(i / BLOCK, |at, key| {
-            if at == i {
-                found = Some(key.to_vec());
-                false
-            } else {
-                true
-            }
-        });
-        found
+        // The keys of its block up to it, decoded into one buffer.
+        let mut at = *self.blocks.get(i / BLOCK)? as usize;
+        let mut key = Vec::new();
+        for _ in 0..=i % BLOCK {
+            next_key(&self.bytes, &mut at, &mut key)?;
+        }
+        Some(key)
     }
 
     /// The position of `key`, if held.
@@ -173,12 +170,7 @@ impl FrontCoded {
         let first = block * BLOCK;
         for i in first..self.len.min(first + BLOCK) {
             // Checked when made or read.
-            let Some((shared, suffix)) = read_entry(&self.bytes, &mut at) else {
-                return;
-            };
-            key.truncate(shared);
-            key.extend_from_slice(suffix);
-            if !f(i, &key) {
+            if next_key(&self.bytes, &mut at, &mut key).is_none() || !f(i, &key) {
                 return;
             }
         }
@@ -219,6 +211,14 @@ fn read_varint(bytes: &[u8], at: &mut usize) -> Option<usize> {
         }
     }
     None
+}
+
+/// Turns `key`, the key before the entry at `*at`, into that entry's key, moving past it.
+fn next_key(bytes: &[u8], at: &mut usize, key: &mut Vec<u8>) -> Option<()> {
+    let (shared, suffix) = read_entry(bytes, at)?;
+    key.truncate(shared);
+    key.extend_from_slice(suffix);
+    Some(())
 }
 
 /// The entry at `*at` (shared prefix length, suffix), moving past it.

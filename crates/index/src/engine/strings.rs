@@ -194,10 +194,12 @@ impl<O: KeyOrder> StrPostings<O> {
 
     /// Key `i` in ascending order of the held form, as given (empty past the last).
     pub fn key(&self, i: usize) -> String {
-        let held = self.keys.get(i).unwrap_or_default();
         // Keys are UTF-8: made from `str`s, checked on load.
-        let held = String::from_utf8_lossy(&held);
-        O::held(&held).into_owned()
+        let held = String::from_utf8(self.keys.get(i).unwrap_or_default()).unwrap_or_default();
+        if let Cow::Owned(given) = O::held(&held) {
+            return given;
+        }
+        held
     }
 
     fn ordinals(&self, i: usize) -> Cow<'_, RoaringBitmap> {
