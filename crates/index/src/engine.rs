@@ -49,9 +49,10 @@
 //! **Index file** (`persist`): [`EmbeddedIndex::save`] and [`EmbeddedIndex::load`] keep a
 //! built index on disk so that a restart need not rebuild it.
 //! **Memory:** postings (service and host level), per-service columns, per-host place
-//! ids, positions (micro-degrees) and country ids, ordinal maps and domain-scan lookups
-//! ([`EmbeddedIndex::stats`]); over the store, no host record stays in memory. Postings keyed
-//! by text are sorted string tables (`strings`), most names holding their one host inline
+//! ids (a place: tile, country and position in micro-degrees) and country ids, ordinal maps
+//! and domain-scan lookups ([`EmbeddedIndex::stats`]); over the store, no host record stays
+//! in memory. Postings keyed by text are front-coded sorted string tables (`strings`), most
+//! names holding their one host inline
 //! and small sets in one pool; title and place ids take two bytes while they fit (`ids`).
 //! A build ends by dropping what only building needed (the id lookups of titles,
 //! organizations and places) and sizing every column exactly. The index file keeps its
@@ -87,7 +88,6 @@ use crate::api::{
 };
 use crate::durable::{DurableStore, HostKey, StoreError, StoreSnapshot};
 use crate::order_keys::{OrderKeys, OutOfOrder};
-use crate::reference::exposure::micro_degrees;
 use crate::reference::matching::{
     Hit, HostView, asn_matches, domain_matches, organization_matches,
 };
@@ -160,9 +160,6 @@ pub struct EmbeddedIndex {
     service_start: Vec<u32>,
     /// Service ordinal → host ordinal, derived from `service_start`.
     service_hosts: ServiceHosts,
-    /// Host ordinal → position in micro-degrees (latitude, longitude), what exposure sums
-    /// of every match; `(0, 0)` for a host without one (its place id says so).
-    positions: Vec<(i32, i32)>,
     /// Host ordinal → GeoIP country as a dense id (`facets::country_id`): the country
     /// column facets and exposure read of every match, two bytes a host.
     countries: Vec<u16>,
@@ -170,7 +167,7 @@ pub struct EmbeddedIndex {
     hosts: HostPostings,
     /// Per port, protocol, CVSS tenths and exploit flag: the hosts holding it.
     value_hosts: ValueHosts,
-    /// Host ordinal → place id (zoom-8 tile and country), for exposure.
+    /// Host ordinal → place id (zoom-8 tile, country and position), for exposure.
     place_ids: exposure::Places,
     /// Per hour, the hosts whose oldest current service was observed then: which hosts the
     /// retention window reaches as time passes.
@@ -313,7 +310,6 @@ impl EmbeddedIndex {
             records: Records::Memory(Vec::new()),
             service_start: vec![0],
             service_hosts: ServiceHosts::default(),
-            positions: Vec::new(),
             countries: Vec::new(),
             services: ServicePostings::default(),
             hosts: HostPostings::default(),
@@ -350,9 +346,6 @@ impl EmbeddedIndex {
             let position = rec.position.as_ref().map(|(p, _)| *p);
             let country = rec.location.as_ref().and_then(|(l, _)| l.country_code);
             index.place_ids.add(position.as_ref(), country);
-            index.positions.push(position.as_ref().map_or((0, 0), |p| {
-                (micro_degrees(p.latitude), micro_degrees(p.longitude))
-            }));
             index.countries.push(facets::country_id(country));
             index
                 .keys
@@ -376,7 +369,6 @@ impl EmbeddedIndex {
         self.service_start.shrink_to_fit();
         // Every host kept has a current service.
         self.service_hosts = ServiceHosts::new(&self.service_start).ok_or(BuildError::TooLarge)?;
-        self.positions.shrink_to_fit();
         self.countries.shrink_to_fit();
         if let Records::Memory(records) = &mut self.records {
             records.shrink_to_fit();
@@ -399,8 +391,7 @@ impl EmbeddedIndex {
         let ordinals = self.keys.heap_bytes()
             + self.service_start.len() * 4
             + self.service_hosts.heap_bytes()
-            + self.countries.len() * 2
-            + self.positions.len() * size_of::<(i32, i32)>();
+            + self.countries.len() * 2;
         let bytes = ordinals
             + self.services.heap_bytes()
             + self.hosts.heap_bytes()

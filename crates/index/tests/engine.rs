@@ -8,6 +8,8 @@
 //! so that many match, plus values no host has. Table tests check the engine's own
 //! structures (build order, retention at build time, the store path).
 //!
+//! An index written to its file and loaded back runs the same comparisons.
+//!
 //! The layered view (`LiveIndex`: a base built from the store and a delta of the batches
 //! applied after it) runs the same comparisons: random lines split into the base's and
 //! later batches (which supersede, add services to existing hosts, add hosts, IPv4 and IPv6,
@@ -155,6 +157,34 @@ fn same_details(
         );
     }
     Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// An index saved to its file and loaded back (as every restart serves) answers as the
+    /// reference: every column, posting and place of the file is read as it was written.
+    #[test]
+    fn an_index_read_back_from_its_file_answers_as_the_reference(
+        lines in lines(),
+        max in 0..8u64,
+        queries in queries(),
+        limit in 1..4usize,
+    ) {
+        let dir = CaseDir::new("read-back");
+        let mut reference = ReferenceIndex::new(config(max));
+        let observations = read(&lines);
+        for obs in &observations {
+            reference.apply(obs);
+        }
+        let mut store = periscope_index::durable::DurableStore::open(&dir.0.join("scan.store")).unwrap();
+        store.apply_batch(&observations).unwrap();
+        let file = dir.0.join("scan.index");
+        EmbeddedIndex::from_store(&store, config(max), now()).unwrap().save(&file).unwrap();
+        let loaded = EmbeddedIndex::load(&file, store.snapshot().unwrap(), config(max)).unwrap();
+        same_answers(now(), &reference, &loaded, &queries)?;
+        same_details(now(), &reference, &loaded, limit)?;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

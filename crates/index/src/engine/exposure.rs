@@ -1,6 +1,7 @@
 //! Exposure in one pass over the matching hosts. Each host with a position carries a *place
-//! id*: its web-mercator tile at the finest zoom (8) together with its GeoIP country, the
-//! distinct (tile, country) pairs numbered at build time. Tiles nest — at zoom `z` the tile
+//! id*: its web-mercator tile at the finest zoom (8), its GeoIP country and its position in
+//! micro-degrees, the distinct places numbered at build time (a scan's hosts share a few
+//! thousand GeoIP positions, so a host takes two bytes where a position column took eight). Tiles nest — at zoom `z` the tile
 //! is the zoom-8 tile's `x` and `y` shifted right by `8 - z` (the zoom-8 coordinates are the
 //! same expression scaled by a power of two, exact in floating point, then floored) — so one
 //! column serves every resolution and no position is projected at query time.
@@ -26,22 +27,36 @@ use super::ids::Ids;
 use super::persist::{LoadError, Reader, Writer};
 use super::postings::NONE_U32;
 use crate::api::Exposure;
-use crate::reference::exposure::{Tile, answer, tile_of};
+use crate::reference::exposure::{Tile, answer, micro_degrees, tile_of};
+
+/// 180° in micro-degrees: no stored position is farther from zero.
+const DEGREES_180: u32 = 180_000_000;
 
 /// The zoom of the stored tiles: the finest resolution's.
 const ZOOM: u8 = 8;
 
-/// Per host, its place id; and per place id, its zoom-8 tile and country.
+/// Per host, its place id; and per place id, its zoom-8 tile, country and position.
 #[derive(Debug, Default)]
 pub(super) struct Places {
     /// Host ordinal → place id, or [`NONE_U32`] for a host without a position.
     place: Ids,
     /// While building: the `place` column (empty once finished or loaded).
     placing: Vec<u32>,
-    /// Place id → zoom-8 tile (`x << 8 | y`) and country.
-    places: Vec<(u16, Option<CountryCode>)>,
+    /// Place id → its place.
+    places: Vec<Place>,
     /// While building: the id of each place seen (empty once [`Self::finish`]ed or loaded).
-    ids: HashMap<(u16, Option<CountryCode>), u32>,
+    ids: HashMap<Place, u32>,
+}
+
+/// Where a host is, as exposure reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Place {
+    /// Zoom-8 tile, `x << 8 | y`.
+    tile: u16,
+    country: Option<CountryCode>,
+    /// Micro-degrees.
+    latitude: i32,
+    longitude: i32,
 }
 
 impl Places {
@@ -52,12 +67,17 @@ impl Places {
             return;
         };
         let (x, y) = tile_of(p.latitude, p.longitude, ZOOM);
-        // Both are below 256 at zoom 8.
-        let tile = u16::try_from(x << 8 | y).unwrap_or(u16::MAX);
+        let place = Place {
+            // Both are below 256 at zoom 8.
+            tile: u16::try_from(x << 8 | y).unwrap_or(u16::MAX),
+            country,
+            latitude: micro_degrees(p.latitude),
+            longitude: micro_degrees(p.longitude),
+        };
         let next = u32::try_from(self.places.len()).unwrap_or(NONE_U32);
-        let id = *self.ids.entry((tile, country)).or_insert(next);
+        let id = *self.ids.entry(place).or_insert(next);
         if id == next {
-            self.places.push((tile, country));
+            self.places.push(place);
         }
         self.placing.push(id);
     }
@@ -71,18 +91,22 @@ impl Places {
 
     /// Approximate bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.place.heap_bytes() + self.places.len() * 4
+        self.place.heap_bytes() + self.places.len() * size_of::<Place>()
     }
 
     /// Writes the columns (the index file; see `persist`).
     pub fn write<W: std::io::Write>(&self, w: &mut Writer<W>) -> std::io::Result<()> {
         w.len(self.places.len())?;
-        for (tile, country) in &self.places {
-            w.u16(*tile)?;
-            match country {
+        for place in &self.places {
+            w.u16(place.tile)?;
+            match place.country {
                 Some(cc) => w.write_all(cc.as_str().as_bytes())?,
                 None => w.write_all(b"\0\0")?,
             }
+            w.u32s(&[
+                place.latitude.cast_unsigned(),
+                place.longitude.cast_unsigned(),
+            ])?;
         }
         self.place.write(w)
     }
@@ -101,14 +125,26 @@ impl Places {
                 let text = std::str::from_utf8(&b).map_err(|_| bad("a place's country"))?;
                 Some(CountryCode::parse(text).map_err(|_| bad("a place's country"))?)
             };
-            Ok((tile, country))
+            let [latitude, longitude] = r.u32s(2)?[..] else {
+                return Err(bad("a place's position"));
+            };
+            let (latitude, longitude) = (latitude.cast_signed(), longitude.cast_signed());
+            if latitude.unsigned_abs() > DEGREES_180 || longitude.unsigned_abs() > DEGREES_180 {
+                return Err(bad("a position beyond ±180°"));
+            }
+            Ok(Place {
+                tile,
+                country,
+                latitude,
+                longitude,
+            })
         })?;
         let place = Ids::read(r, countries.len())?;
         let consistent = place.iter().zip(countries).all(|(id, country)| {
             id == NONE_U32
                 || places
                     .get(id as usize)
-                    .is_some_and(|(_, c)| super::facets::country_id(*c) == *country)
+                    .is_some_and(|p| super::facets::country_id(p.country) == *country)
         });
         if !consistent {
             return Err(bad("place ids do not fit the hosts' countries"));
@@ -129,14 +165,9 @@ impl Places {
 
 impl Places {
     /// What exposure needs of host `h` of this index, for adding it to another's answer.
-    pub fn placed(&self, h: u32, key: u128, positions: &[(i32, i32)], services: u64) -> Placed {
+    pub fn placed(&self, h: u32, key: u128, services: u64) -> Placed {
         let id = self.place.get(h as usize).unwrap_or(NONE_U32);
-        let place = match (self.places.get(id as usize), positions.get(h as usize)) {
-            (Some((tile, country)), Some((latitude, longitude))) => {
-                Some((*tile, *country, *latitude, *longitude))
-            }
-            _ => None,
-        };
+        let place = self.places.get(id as usize).copied();
         Placed {
             key,
             place,
@@ -145,12 +176,12 @@ impl Places {
     }
 }
 
-/// A matching host of a later layer: its host-order key, its zoom-8 tile, country and
-/// position in micro-degrees (when it has a position) and its services counted.
+/// A matching host of a later layer: its host-order key, its place (when it has a
+/// position) and its services counted.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Placed {
     pub key: u128,
-    place: Option<(u16, Option<CountryCode>, i32, i32)>,
+    place: Option<Place>,
     services: u64,
 }
 
@@ -168,7 +199,6 @@ struct Sums {
 /// One exposure answer being summed.
 pub(super) struct Exposed<'a> {
     places: &'a Places,
-    positions: &'a [(i32, i32)],
     zoom: u8,
     resolution: Resolution,
     tiles: Vec<Sums>,
@@ -181,11 +211,10 @@ pub(super) struct Exposed<'a> {
 
 impl<'a> Exposed<'a> {
     /// An empty answer at `resolution`.
-    pub fn new(places: &'a Places, positions: &'a [(i32, i32)], resolution: Resolution) -> Self {
+    pub fn new(places: &'a Places, resolution: Resolution) -> Self {
         let zoom = resolution.geotile_precision().min(ZOOM);
         Self {
             places,
-            positions,
             zoom,
             resolution,
             tiles: vec![Sums::default(); 1 << (2 * u32::from(zoom))],
@@ -202,22 +231,21 @@ impl<'a> Exposed<'a> {
         self.unique_hosts += 1;
         self.service_count += services;
         let id = self.places.place.get(h as usize).unwrap_or(NONE_U32);
-        let (Some(hits), Some((tile, _)), Some((latitude, longitude))) = (
+        let (Some(hits), Some(place)) = (
             self.hits.get_mut(id as usize),
             self.places.places.get(id as usize),
-            self.positions.get(h as usize),
         ) else {
             return;
         };
         *hits += 1;
         let shift = ZOOM - self.zoom;
         let (x, y) = (
-            usize::from(tile >> 8) >> shift,
-            usize::from(tile & 0xff) >> shift,
+            usize::from(place.tile >> 8) >> shift,
+            usize::from(place.tile & 0xff) >> shift,
         );
         if let Some(sums) = self.tiles.get_mut(x << self.zoom | y) {
-            sums.latitude += i64::from(*latitude);
-            sums.longitude += i64::from(*longitude);
+            sums.latitude += i64::from(place.latitude);
+            sums.longitude += i64::from(place.longitude);
             sums.hosts += 1;
             sums.services += services;
         }
@@ -233,18 +261,21 @@ impl<'a> Exposed<'a> {
     pub fn add_placed(&mut self, p: &Placed) {
         self.unique_hosts += 1;
         self.service_count += p.services;
-        let Some((tile, country, latitude, longitude)) = p.place else {
+        let Some(place) = p.place else {
             return;
         };
-        *self.placed_hits.entry((tile, country)).or_default() += 1;
+        *self
+            .placed_hits
+            .entry((place.tile, place.country))
+            .or_default() += 1;
         let shift = ZOOM - self.zoom;
         let (x, y) = (
-            usize::from(tile >> 8) >> shift,
-            usize::from(tile & 0xff) >> shift,
+            usize::from(place.tile >> 8) >> shift,
+            usize::from(place.tile & 0xff) >> shift,
         );
         if let Some(sums) = self.tiles.get_mut(x << self.zoom | y) {
-            sums.latitude += i64::from(latitude);
-            sums.longitude += i64::from(longitude);
+            sums.latitude += i64::from(place.latitude);
+            sums.longitude += i64::from(place.longitude);
             sums.hosts += 1;
             sums.services += p.services;
         }
@@ -284,8 +315,8 @@ impl<'a> Exposed<'a> {
                 *t.countries.entry(country).or_default() += hits;
             }
         };
-        for (hits, (tile, country)) in self.hits.iter().zip(&self.places.places) {
-            count(*hits, *tile, *country);
+        for (hits, place) in self.hits.iter().zip(&self.places.places) {
+            count(*hits, place.tile, place.country);
         }
         for ((tile, country), hits) in &self.placed_hits {
             count(*hits, *tile, *country);

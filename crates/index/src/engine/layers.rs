@@ -222,15 +222,11 @@ impl<'a> View<'a> {
         for part in later {
             let index = part.index;
             index.for_each_match(query, &listed, part.shadow, |h, services| {
-                placed.push(
-                    index
-                        .place_ids
-                        .placed(h, part.key(h), &index.positions, services),
-                );
+                placed.push(index.place_ids.placed(h, part.key(h), services));
             });
         }
         let index = first.index;
-        let mut exposed = Exposed::new(&index.place_ids, &index.positions, resolution);
+        let mut exposed = Exposed::new(&index.place_ids, resolution);
         if placed.is_empty() {
             index.for_each_match(query, &listed, first.shadow, |h, services| {
                 exposed.add(h, services);

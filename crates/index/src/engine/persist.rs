@@ -4,14 +4,15 @@
 //!
 //! Layout (little-endian): the magic `PSCPIDX\0`, [`FORMAT_VERSION`], the store generation it
 //! was built from, the build time, the two settings that shape an index, then the ordinal
-//! maps, positions (micro-degrees) and country ids, service postings and columns, host
-//! postings, the per-value host postings of port, protocol, CVSS and exploit, the exposure
-//! place ids, the expiry hours and the domain-scan lookups (`scans`) — in the order
+//! maps and country ids, service postings and columns, host postings, the per-value host
+//! postings of port, protocol, CVSS and exploit, the exposure places (tile, country and
+//! position in micro-degrees) and each host's place id, the expiry hours and the domain-scan lookups (`scans`) — in the order
 //! [`EmbeddedIndex::save`] writes them — and last a 64-bit checksum of every byte before it
 //! (four-lane, see `Checksum`). Fixed-width columns are written and read a block at a time; postings keyed by text (names, words,
 //! CPEs, certificate names) are in their compact in-memory form (`strings`: front-coded keys,
 //! domain names with their labels reversed), so loading them is a few large reads rather than
-//! an allocation per key. Version 7 front-coded those keys; version 6 added the domain-scan
+//! an allocation per key. Version 7 front-coded those keys and moved each host's position into
+//! its place (a per-host position column took 8 bytes a host); version 6 added the domain-scan
 //! lookups (before, a load decoded every domain-scan record of the store to rebuild them —
 //! most of a start at ten million hosts; now the records are read by name when a query needs
 //! them); version 5 the compact text form, the compact positions and the four-lane
@@ -490,13 +491,6 @@ impl EmbeddedIndex {
             }
         }
         w.u32s(&owners)?;
-        let positions: Vec<u32> = self
-            .positions
-            .iter()
-            .flat_map(|(lat, lon)| [lat.cast_unsigned(), lon.cast_unsigned()])
-            .collect();
-        w.u32s(&positions)?;
-        drop(positions);
         w.u16s(&self.countries)?;
         self.services.write(w)?;
         self.hosts.write(w)?;
@@ -574,20 +568,6 @@ impl EmbeddedIndex {
                 Err(corrupt("a service's host is not the one its range says"))
             }
         })?;
-        let positions = r.column(hosts, |p: [u8; 8]| {
-            let [a, b, c, d, e, f, g, h] = p;
-            (
-                i32::from_le_bytes([a, b, c, d]),
-                i32::from_le_bytes([e, f, g, h]),
-            )
-        })?;
-        const DEGREES_180: i32 = 180_000_000;
-        if positions
-            .iter()
-            .any(|(lat, lon)| lat.abs() > DEGREES_180 || lon.abs() > DEGREES_180)
-        {
-            return Err(corrupt("a position beyond ±180°"));
-        }
         let countries = r.u16s(hosts)?;
         if countries
             .iter()
@@ -619,7 +599,6 @@ impl EmbeddedIndex {
             service_start,
             service_hosts,
             countries,
-            positions,
             services: service_postings,
             hosts: host_postings,
             value_hosts,
