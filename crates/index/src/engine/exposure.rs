@@ -1,15 +1,17 @@
 //! Exposure in one pass over the matching hosts. Each host with a position carries a *place
 //! id*: its web-mercator tile at the finest zoom (8), its GeoIP country and its position in
-//! micro-degrees, the distinct places numbered at build time (a scan's hosts share a few
-//! thousand GeoIP positions, so a host takes two bytes where a position column took eight). Tiles nest — at zoom `z` the tile
-//! is the zoom-8 tile's `x` and `y` shifted right by `8 - z` (the zoom-8 coordinates are the
-//! same expression scaled by a power of two, exact in floating point, then floored) — so one
-//! column serves every resolution and no position is projected at query time.
+//! micro-degrees, the distinct places numbered at build time. Hosts share their GeoIP
+//! positions (one per city or network location), so a host takes two bytes while there are
+//! fewer than 65,535 places and four beyond, where a position column took eight. Tiles nest
+//! — at zoom `z` the tile is the zoom-8 tile's `x` and `y` shifted right by `8 - z` (the
+//! zoom-8 coordinates are the same expression scaled by a power of two, exact in floating
+//! point, then floored) — so one column serves every resolution and no position is projected
+//! at query time.
 //!
 //! A query sums, per tile of its zoom, positions (in whole micro-degrees, as the reference
 //! does, so the centroids are equal to the last bit), hosts and services into a dense array of
 //! `4^zoom` tiles, and counts hosts per place id; the countries of each tile come from the
-//! place ids afterwards (far fewer than hosts). Ordering and the bucket cap are the
+//! places afterwards (far fewer than hosts). Ordering and the bucket cap are the
 //! reference's [`answer`].
 //!
 //! Over layers (`layers`), the hosts of the later layers are taken out first as [`Placed`]
