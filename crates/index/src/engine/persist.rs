@@ -11,8 +11,8 @@
 //! (four-lane, see `Checksum`). Fixed-width columns are written and read a block at a time; postings keyed by text (names, words,
 //! CPEs, certificate names) are in their compact in-memory form (`strings`: front-coded keys,
 //! domain names with their labels reversed), so loading them is a few large reads rather than
-//! an allocation per key. Version 7 front-coded those keys and moved each host's position into
-//! its place (a per-host position column took 8 bytes a host); version 6 added the domain-scan
+//! an allocation per key. Version 8 moved each host's position into its place (a per-host
+//! position column took 8 bytes a host); version 7 front-coded those keys; version 6 added the domain-scan
 //! lookups (before, a load decoded every domain-scan record of the store to rebuild them —
 //! most of a start at ten million hosts; now the records are read by name when a query needs
 //! them); version 5 the compact text form, the compact positions and the four-lane
@@ -53,7 +53,7 @@ use crate::store::IndexConfig;
 
 const MAGIC: &[u8; 8] = b"PSCPIDX\0";
 /// The layout written and the only one read.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 
 /// Why an index file was not used.
 #[derive(Debug, thiserror::Error)]
