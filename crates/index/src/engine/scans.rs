@@ -47,7 +47,8 @@ enum Source {
 #[derive(Debug)]
 pub(super) struct ScanRecords {
     source: Source,
-    /// The records' names, ascending: record `i` is the `i`-th key.
+    /// The records' names, ascending: record `i` is the `i`-th key (so held in their own
+    /// order, not with their labels reversed: records are numbered by name).
     names: StrPostings,
     /// Per name or parent domain: the records within it.
     within: StrPostings<LabelsReversed>,
