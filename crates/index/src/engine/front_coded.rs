@@ -62,7 +62,8 @@ impl FrontCoded {
     pub fn from_bytes(bytes: Vec<u8>, len: usize) -> Result<Self, Refused> {
         u32::try_from(bytes.len()).map_err(|_| Refused::TooLong)?;
         let mut blocks = Vec::with_capacity(len.div_ceil(BLOCK));
-        let mut key: Vec<u8> = Vec::new();
+        // The key read and the one before it, their buffers reused.
+        let (mut key, mut before): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
         let mut at = 0usize;
         for i in 0..len {
             let start = at;
@@ -78,7 +79,8 @@ impl FrontCoded {
             if shared > key.len() {
                 return Err(Refused::Invalid("a key shares more than the key before it"));
             }
-            let before = std::mem::take(&mut key);
+            std::mem::swap(&mut key, &mut before);
+            key.clear();
             key.extend_from_slice(&before[..shared]);
             key.extend_from_slice(suffix);
             if i > 0 && before >= key {

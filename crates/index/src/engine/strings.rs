@@ -325,9 +325,6 @@ impl<O: KeyOrder> StrPostings<O> {
         if !utf8 {
             return Err("a key is not UTF-8");
         }
-        if self.values.len() != self.keys.len() {
-            return Err("values");
-        }
         if self
             .shared
             .max()
