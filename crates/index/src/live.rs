@@ -38,10 +38,10 @@
 //!
 //! **Memory:** a full rebuild holds the old base (answering) and the new one until the swap,
 //! as every rebuild did before there was a delta; a delta refresh adds only the delta. The
-//! first start that builds (no usable index file) saves the file and then answers from the
-//! file loaded back, dropping the built index first: it holds what a restart holds, not
-//! what the build left behind — but for the pages the allocator has not yet returned of
-//! what the build freed (about 6% more at ten million hosts, see `docs/benchmarks.md`).
+//! first start that builds (no usable index file) builds and saves on a thread of its own,
+//! drops the built index there and then answers from the file loaded back: it holds what a
+//! restart holds, not what the build left behind (the allocator returns what a thread freed
+//! when the thread ends, see `docs/benchmarks.md`).
 //!
 //! **Boundary:** one process owns a store (it locks the store directory), so data reaches a running
 //! server through that process's [`LiveIndex::apply_batch`], not through a second process
@@ -201,22 +201,19 @@ impl LiveIndex {
         let (first, journal, opened) = match loaded {
             Ok(index) => (index, journal, Opened::Loaded),
             Err(why) => {
-                let built = EmbeddedIndex::from_store(&store, config, now)?;
-                // A journal of an older file would never match again; it goes with it.
-                let saved = remove_if_present(&journal_path).and_then(|()| built.save(&index_path));
+                let (built, saved) =
+                    build_and_save(&store, config, now, &index_path, &journal_path)?;
                 // Saved: the index answering is the file loaded, as a restart would load it,
                 // so that the first start holds what every later one does (the build's
                 // transient allocations all freed, nothing sized for growth).
-                let index = if saved.is_ok() {
-                    drop(built);
-                    EmbeddedIndex::load(&index_path, store.snapshot()?, config).map_err(
+                let index = match built {
+                    Some(built) => built,
+                    None => EmbeddedIndex::load(&index_path, store.snapshot()?, config).map_err(
                         |source| BuildError::Reload {
                             path: index_path.clone(),
                             source,
                         },
-                    )?
-                } else {
-                    built
+                    )?,
                 };
                 (index, None, Opened::Built { why, saved })
             }
@@ -512,6 +509,46 @@ impl LiveIndex {
                 done(outcome);
             })
     }
+}
+
+/// How long the thread of a first build rests after it has dropped what it built: past the
+/// allocator's purge delays (mimalloc v2: 10 ms for a segment's pages, 100 ms for an
+/// arena's blocks), so that what the build freed last is returned too when the thread ends
+/// (at a million hosts about 2 MiB more than ending at once, see `docs/benchmarks.md`).
+const BUILD_SETTLE: Duration = Duration::from_millis(250);
+
+/// A first start's build: builds the index of the whole store and saves its file, on a
+/// thread of its own. Gives back the index built only when it could not be saved
+/// (`None`: read the file back), and whether it was saved.
+///
+/// Why a thread of its own: the allocator keeps pages the build freed until the thread that
+/// freed them next allocates, and a server's starting thread goes on to serve, allocating
+/// little; a thread returns what it freed as it ends. Built on the starting thread, a first
+/// start held up to 40% more than a restart at a million hosts; built here, what a restart
+/// holds (see `docs/benchmarks.md`).
+fn build_and_save(
+    store: &DurableStore,
+    config: IndexConfig,
+    now: Timestamp,
+    index_path: &Path,
+    journal_path: &Path,
+) -> Result<(Option<EmbeddedIndex>, std::io::Result<()>), BuildError> {
+    std::thread::scope(|scope| {
+        let builder = scope.spawn(|| {
+            let built = EmbeddedIndex::from_store(store, config, now)?;
+            // A journal of an older file would never match again; it goes with it.
+            let saved = remove_if_present(journal_path).and_then(|()| built.save(index_path));
+            if saved.is_err() {
+                return Ok((Some(built), saved));
+            }
+            drop(built);
+            std::thread::sleep(BUILD_SETTLE);
+            Ok((None, saved))
+        });
+        builder
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// How [`LiveIndex::open`] got its first base.

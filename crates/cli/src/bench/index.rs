@@ -563,11 +563,11 @@ pub(crate) struct OpenArgs {
 }
 
 /// How long a started process rests before it answers its first question and its steady
-/// `VmRSS` is read. The allocator (mimalloc) returns pages freed more than its purge delay
-/// (1 s) ago, but only when it next frees a page of its own: an idle process keeps what a
-/// first start's build freed, a server returns it at its first search or index refresh
-/// (every 10 s). So the steady figure is taken after one question ([`FIRST_QUESTION`]), as
-/// a server holds once it serves.
+/// `VmRSS` is read. The allocator (mimalloc v2) returns pages freed more than its purge
+/// delay (10 ms; 100 ms for whole arena blocks) ago, but only when a thread next allocates
+/// or frees through its slow path, or ends: an idle thread keeps what it freed. So the
+/// steady figure is taken after one question ([`FIRST_QUESTION`]), as a server holds once it
+/// serves.
 const SETTLE: Duration = Duration::from_secs(2);
 
 /// The question a started process answers before its steady `VmRSS` is read: the facets of
