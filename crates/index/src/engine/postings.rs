@@ -128,7 +128,7 @@ impl ServicePostings {
         if self.protocol.len() <= protocol {
             self.protocol.resize_with(protocol + 1, RoaringBitmap::new);
         }
-        self.protocol[protocol].insert(ordinal);
+        push(&mut self.protocol[protocol], ordinal);
         let columns = &mut self.columns;
         columns.port.push(s.port);
         columns.protocol.push(s.protocol);
@@ -154,7 +154,7 @@ impl ServicePostings {
                 if self.cvss.len() <= tenths {
                     self.cvss.resize_with(tenths + 1, RoaringBitmap::new);
                 }
-                self.cvss[tenths].insert(ordinal);
+                push(&mut self.cvss[tenths], ordinal);
                 if self.cvss_from.len() < CVSS_FROM {
                     self.cvss_from.resize_with(CVSS_FROM, RoaringBitmap::new);
                 }
@@ -165,7 +165,7 @@ impl ServicePostings {
                     .and_then(|b| u8::try_from(b).ok())
                     .unwrap_or(NONE_U8);
             }
-            self.exploit[usize::from(v.has_exploits)].insert(ordinal);
+            push(&mut self.exploit[usize::from(v.has_exploits)], ordinal);
             exploit = u8::from(v.has_exploits);
         }
         // `band_of` gives 0–3 and the flag is 0 or 1.
@@ -765,7 +765,7 @@ impl HostPostings {
         for value in organization_values(rec) {
             let id = self.organization_id(value);
             if let Some(hosts) = self.organization_hosts.get_mut(id as usize) {
-                hosts.insert(ordinal);
+                push(hosts, ordinal);
             }
         }
     }
@@ -940,13 +940,15 @@ fn organization_values(rec: &HostRecord) -> Vec<&str> {
 }
 
 fn insert<K: std::hash::Hash + Eq>(map: &mut HashMap<K, RoaringBitmap>, key: K, ordinal: u32) {
-    map.entry(key).or_default().insert(ordinal);
+    push(map.entry(key).or_default(), ordinal);
 }
 
-/// Adds `ordinal` to a bitmap built in ascending order (a repeat of the last one is a no-op).
-fn push(b: &mut RoaringBitmap, ordinal: u32) {
-    if b.max().is_none_or(|m| m < ordinal) {
-        let _ = b.try_push(ordinal);
+/// Adds `ordinal` to `b`: appended when it is above every ordinal there, as a build walking
+/// ordinals in ascending order nearly always has it (an append costs a fraction of an
+/// insert's searches), inserted otherwise (a repeat of one already there is a no-op).
+pub(super) fn push(b: &mut RoaringBitmap, ordinal: u32) {
+    if b.try_push(ordinal).is_err() {
+        b.insert(ordinal);
     }
 }
 
@@ -982,7 +984,21 @@ fn map_bytes<K>(map: &HashMap<K, RoaringBitmap>) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{NONE_U8, ServiceColumns, vulnerability_byte};
+    use roaring::RoaringBitmap;
+
+    use super::{NONE_U8, ServiceColumns, push, vulnerability_byte};
+
+    /// An ordinal below or equal to the last one pushed is inserted, not dropped: the build
+    /// walks ordinals in ascending order, but a bitmap never depends on it.
+    #[test]
+    fn an_ordinal_out_of_order_is_kept() {
+        let mut b = RoaringBitmap::new();
+        for ordinal in [7, 3, 7, 70_000, 5, 3, 1 << 20, 65_536] {
+            push(&mut b, ordinal);
+        }
+        let expected: RoaringBitmap = [3, 5, 7, 65_536, 70_000, 1 << 20].into_iter().collect();
+        assert_eq!(b, expected);
+    }
 
     /// Every band and exploit flag, each present or not, reads back from its byte, and a
     /// value out of range has no byte (a loaded column holding one is refused).

@@ -131,9 +131,7 @@ impl<O: KeyOrder> StrPostings<O> {
     pub fn insert(&mut self, key: &str, ordinal: u32) {
         let key = O::held(key);
         match self.building.get_mut(key.as_ref()) {
-            Some(b) => {
-                b.insert(ordinal);
-            }
+            Some(b) => super::postings::push(b, ordinal),
             None => {
                 let mut b = RoaringBitmap::new();
                 b.insert(ordinal);
