@@ -514,7 +514,8 @@ impl LiveIndex {
 /// How long the thread of a first build rests after it has dropped what it built: past the
 /// allocator's purge delays (mimalloc v2: 10 ms for a segment's pages, 100 ms for an
 /// arena's blocks), so that what the build freed last is returned too when the thread ends
-/// (at a million hosts about 2 MiB more than ending at once, see `docs/benchmarks.md`).
+/// (at a million hosts it returned about 2 MiB more than ending at once, see
+/// `docs/benchmarks.md`).
 const BUILD_SETTLE: Duration = Duration::from_millis(250);
 
 /// A first start's build: builds the index of the whole store and saves its file, on a
