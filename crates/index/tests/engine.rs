@@ -24,6 +24,7 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use periscope_index::api::{ScanIndex, SearchOutcome, SearchRequest};
+use periscope_index::durable::DurableStore;
 use periscope_index::engine::{BuildError, EmbeddedIndex};
 use periscope_index::{HostRecord, IndexConfig, ReferenceIndex};
 use periscope_model::{DomainName, Timestamp};
@@ -177,10 +178,11 @@ proptest! {
         for obs in &observations {
             reference.apply(obs);
         }
-        let mut store = periscope_index::durable::DurableStore::open(&dir.0.join("scan.store")).unwrap();
+        let mut store = DurableStore::open(&dir.0.join("scan.store")).unwrap();
         store.apply_batch(&observations).unwrap();
         let file = dir.0.join("scan.index");
-        EmbeddedIndex::from_store(&store, config(max), now()).unwrap().save(&file).unwrap();
+        let built = EmbeddedIndex::from_store(&store, config(max), now()).unwrap();
+        built.save(&file).unwrap();
         let loaded = EmbeddedIndex::load(&file, store.snapshot().unwrap(), config(max)).unwrap();
         same_answers(now(), &reference, &loaded, &queries)?;
         same_details(now(), &reference, &loaded, limit)?;
@@ -365,7 +367,7 @@ fn builds_from_the_durable_store() {
         r#"{"kind":"domain","name":"a.example","addresses":["240.0.0.1"],"observed_at":"2026-11-20T10:00:00Z"}"#.to_owned(),
     ];
     let observations = read(&lines);
-    let mut store = periscope_index::durable::DurableStore::open(&path).unwrap();
+    let mut store = DurableStore::open(&path).unwrap();
     store.apply_batch(&observations).unwrap();
     let engine = EmbeddedIndex::from_store(&store, IndexConfig::default(), now()).unwrap();
     // A batch committed after the index was opened is not seen by it: it shows the snapshot

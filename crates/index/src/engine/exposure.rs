@@ -233,13 +233,19 @@ impl<'a> Exposed<'a> {
         self.unique_hosts += 1;
         self.service_count += services;
         let id = self.places.place.get(h as usize).unwrap_or(NONE_U32);
-        let (Some(hits), Some(place)) = (
+        let (Some(hits), Some(&place)) = (
             self.hits.get_mut(id as usize),
             self.places.places.get(id as usize),
         ) else {
             return;
         };
         *hits += 1;
+        self.sum(place, services);
+    }
+
+    /// Adds a host at `place` with `services` services counted to its tile's sums.
+    #[inline]
+    fn sum(&mut self, place: Place, services: u64) {
         let shift = ZOOM - self.zoom;
         let (x, y) = (
             usize::from(place.tile >> 8) >> shift,
@@ -270,17 +276,7 @@ impl<'a> Exposed<'a> {
             .placed_hits
             .entry((place.tile, place.country))
             .or_default() += 1;
-        let shift = ZOOM - self.zoom;
-        let (x, y) = (
-            usize::from(place.tile >> 8) >> shift,
-            usize::from(place.tile & 0xff) >> shift,
-        );
-        if let Some(sums) = self.tiles.get_mut(x << self.zoom | y) {
-            sums.latitude += i64::from(place.latitude);
-            sums.longitude += i64::from(place.longitude);
-            sums.hosts += 1;
-            sums.services += p.services;
-        }
+        self.sum(place, p.services);
     }
 
     /// The answer.

@@ -6,14 +6,15 @@
 //! was built from, the build time, the two settings that shape an index, then the ordinal
 //! maps and country ids, service postings and columns, host postings, the per-value host
 //! postings of port, protocol, CVSS and exploit, the exposure places (tile, country and
-//! position in micro-degrees) and each host's place id, the expiry hours and the domain-scan lookups (`scans`) — in the order
-//! [`EmbeddedIndex::save`] writes them — and last a 64-bit checksum of every byte before it
-//! (four-lane, see `Checksum`). Fixed-width columns are written and read a block at a time; postings keyed by text (names, words,
-//! CPEs, certificate names) are in their compact in-memory form (`strings`: front-coded keys,
+//! position in micro-degrees) and each host's place id, the expiry hours and the domain-scan
+//! lookups (`scans`) — in the order [`EmbeddedIndex::save`] writes them — and last a 64-bit
+//! checksum of every byte before it (four-lane, see `Checksum`). Fixed-width columns are
+//! written and read a block at a time; postings keyed by text (names, words, CPEs,
+//! certificate names) are in their compact in-memory form (`strings`: front-coded keys,
 //! domain names with their labels reversed), so loading them is a few large reads rather than
 //! an allocation per key. Version 8 moved each host's position into its place (a per-host
-//! position column took 8 bytes a host); version 7 front-coded those keys; version 6 added the domain-scan
-//! lookups (before, a load decoded every domain-scan record of the store to rebuild them —
+//! position column took 8 bytes a host); version 7 front-coded those keys; version 6 added
+//! the domain-scan lookups (before, a load decoded every domain-scan record of the store to rebuild them —
 //! most of a start at ten million hosts; now the records are read by name when a query needs
 //! them); version 5 the compact text form, the compact positions and the four-lane
 //! checksum; version 4 the CVSS "from" postings and the port and protocol repeats. A file of
