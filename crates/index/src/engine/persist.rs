@@ -14,11 +14,11 @@
 //! domain names with their labels reversed), so loading them is a few large reads rather than
 //! an allocation per key. Version 8 moved each host's position into its place (a per-host
 //! position column took 8 bytes a host); version 7 front-coded those keys; version 6 added
-//! the domain-scan lookups (before, a load decoded every domain-scan record of the store to rebuild them —
-//! most of a start at ten million hosts; now the records are read by name when a query needs
-//! them); version 5 the compact text form, the compact positions and the four-lane
-//! checksum; version 4 the CVSS "from" postings and the port and protocol repeats. A file of
-//! an older version is stale: it is rebuilt, never read. Bitmaps are roaring's portable
+//! the domain-scan lookups (before, a load decoded every domain-scan record of the store to
+//! rebuild them — most of a start at ten million hosts; now the records are read by name when
+//! a query needs them); version 5 the compact text form, the compact positions and the
+//! four-lane checksum; version 4 the CVSS "from" postings and the port and protocol repeats.
+//! A file of an older version is stale: it is rebuilt, never read. Bitmaps are roaring's portable
 //! serialization, written with run containers where runs are smaller. The file keeps some
 //! columns wider than memory does (each service's host, the title and place ids, the CVSS
 //! band and exploit flag, every shared set of a string posting as a bitmap): a load checks
