@@ -19,6 +19,9 @@ pub struct Cpe23(Box<str>);
 /// The number of colon-separated fields, `cpe` and `2.3` included.
 const FIELDS: usize = 13;
 
+/// The components after `cpe:2.3:`.
+const COMPONENTS: usize = FIELDS - 2;
+
 impl Cpe23 {
     /// Parses and lowercases a formatted string.
     pub fn parse(s: &str) -> Result<Self, InvalidValue> {
@@ -32,13 +35,13 @@ impl Cpe23 {
         let Some(rest) = lower.strip_prefix("cpe:2.3:") else {
             return Err(err("must start with \"cpe:2.3:\"".into()));
         };
-        let components = split_unescaped(rest).map_err(err)?;
-        if components.len() != FIELDS - 2 {
+        let Components { first, found } = split_unescaped(rest).map_err(err)?;
+        if found != COMPONENTS {
             return Err(err(format!(
-                "expected 11 components after cpe:2.3:, found {}",
-                components.len()
+                "expected 11 components after cpe:2.3:, found {found}"
             )));
         }
+        let components = first;
         if !matches!(components[0], "a" | "o" | "h") {
             return Err(err(format!("part {:?} is not a, o or h", components[0])));
         }
@@ -77,14 +80,31 @@ impl Cpe23 {
         let rest = &self.0["cpe:2.3:".len()..];
         split_unescaped(rest)
             .ok()
-            .and_then(|c| c.get(i).copied())
+            .and_then(|c| c.first.get(i).copied())
             .unwrap_or("")
     }
 }
 
 /// Splits at colons that are not preceded by an escaping backslash.
-fn split_unescaped(s: &str) -> Result<Vec<&str>, String> {
-    let mut out = Vec::with_capacity(FIELDS);
+/// The components after `cpe:2.3:`: the first [`COMPONENTS`] of them (empty where there
+/// are fewer) and how many there are.
+struct Components<'s> {
+    first: [&'s str; COMPONENTS],
+    found: usize,
+}
+
+/// `s` split at its unescaped colons, without allocating.
+fn split_unescaped(s: &str) -> Result<Components<'_>, String> {
+    let mut out = Components {
+        first: [""; COMPONENTS],
+        found: 0,
+    };
+    let mut push = |component| {
+        if let Some(slot) = out.first.get_mut(out.found) {
+            *slot = component;
+        }
+        out.found += 1;
+    };
     let mut start = 0;
     let mut escaped = false;
     for (i, b) in s.bytes().enumerate() {
@@ -92,7 +112,7 @@ fn split_unescaped(s: &str) -> Result<Vec<&str>, String> {
             _ if escaped => escaped = false,
             b'\\' => escaped = true,
             b':' => {
-                out.push(&s[start..i]);
+                push(&s[start..i]);
                 start = i + 1;
             }
             _ => {}
@@ -101,7 +121,7 @@ fn split_unescaped(s: &str) -> Result<Vec<&str>, String> {
     if escaped {
         return Err("ends with a lone backslash".into());
     }
-    out.push(&s[start..]);
+    push(&s[start..]);
     Ok(out)
 }
 
@@ -170,6 +190,24 @@ mod tests {
             "cpe:2.3:a:f5:nginx:1:*:*:*:*:*:*",
         ] {
             assert!(Cpe23::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_number_of_components_is_counted_whole() {
+        for (cpe, found) in [
+            ("cpe:2.3:a:nginx", 2),
+            ("cpe:2.3:a:f5:nginx:1:*:*:*:*:*:*", 10),
+            ("cpe:2.3:a:f5:nginx:1:*:*:*:*:*:*:*:*:*:*", 14),
+            (r"cpe:2.3:a:f5:nginx\:x:1:*:*:*:*:*:*:*:*", 12),
+        ] {
+            let e = Cpe23::parse(cpe).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!(
+                    "expected 11 components after cpe:2.3:, found {found}"
+                )),
+                "{cpe}: {e}"
+            );
         }
     }
 }

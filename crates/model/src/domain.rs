@@ -42,6 +42,17 @@ impl DomainName {
         Ok(Self(ascii.into_boxed_str()))
     }
 
+    /// Whether `s` is a name in its canonical form already: exactly the strings that
+    /// [`Self::parse`] accepts and gives back unchanged, found without allocating (a reader
+    /// borrows such a name from its line rather than copying it).
+    pub fn is_canonical(s: &str) -> bool {
+        !s.is_empty()
+            && !s.ends_with('.')
+            && s.bytes()
+                .all(|b| b.is_ascii() && !b.is_ascii_uppercase() && b != b'*')
+            && validate_ascii(s).is_ok()
+    }
+
     /// The canonical ASCII text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -170,5 +181,49 @@ mod tests {
         assert!(DomainName::parse("www.acme.example").unwrap().is_within(&p));
         assert!(DomainName::parse("acme.example").unwrap().is_within(&p));
         assert!(!DomainName::parse("notacme.example").unwrap().is_within(&p));
+    }
+
+    /// A name is canonical exactly when parsing accepts it and gives it back unchanged.
+    fn canonical_by_parsing(s: &str) -> bool {
+        DomainName::parse(s).is_ok_and(|d| d.as_str() == s)
+    }
+
+    #[test]
+    fn canonical_names_are_told_apart() {
+        for s in [
+            "example.com",
+            "_dmarc.acme.example",
+            "localhost",
+            "xn--bcher-kva.example",
+        ] {
+            assert!(DomainName::is_canonical(s), "{s}");
+        }
+        for s in [
+            "",
+            "Example.com",
+            "example.com.",
+            "bücher.example",
+            "*.example",
+            "a..b",
+        ] {
+            assert!(!DomainName::is_canonical(s), "{s}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn canonical_is_what_parsing_leaves_unchanged(
+            s in "([a-zA-Z0-9_*ü-]{0,6}\\.?){0,4}",
+            long in 0usize..3,
+        ) {
+            // Now and then a label or a name past its bound.
+            let s = match long {
+                1 => format!("{}.{s}", "a".repeat(63 + s.len() % 2)),
+                2 => format!("{}{s}", "abcdefghi.".repeat(25)),
+                _ => s,
+            };
+            let canonical = DomainName::is_canonical(&s);
+            proptest::prop_assert_eq!(canonical, canonical_by_parsing(&s), "{:?}", s);
+        }
     }
 }

@@ -149,13 +149,10 @@ fn subject_alt_name<'r>(raw: &'r Text<'_>) -> Result<Cow<'r, str>, Invalid> {
         Some(rest) => (true, rest),
         None => (false, text),
     };
-    let name = parsed(&Text(rest.into(), Checked::Unknown), DomainName::parse)?;
-    let name: Cow<'r, str> = if name.as_str() == rest {
+    let name: Cow<'r, str> = if DomainName::is_canonical(rest) {
         Cow::Borrowed(text)
-    } else if wildcard {
-        Cow::Owned(format!("*.{name}"))
     } else {
-        Cow::Owned(name.as_str().to_owned())
+        normalised_san(rest, wildcard)?
     };
     if name.len() > MAX_SAN_LEN {
         return Err(Invalid::here(format!(
@@ -164,6 +161,17 @@ fn subject_alt_name<'r>(raw: &'r Text<'_>) -> Result<Cow<'r, str>, Invalid> {
         )));
     }
     Ok(name)
+}
+
+/// The name `rest` (of a SAN that began with `*.` when `wildcard`) in its canonical form,
+/// which differs from `rest`.
+fn normalised_san(rest: &str, wildcard: bool) -> Result<Cow<'static, str>, Invalid> {
+    let name = parsed(&Text(rest.into(), Checked::Unknown), DomainName::parse)?;
+    Ok(if wildcard {
+        Cow::Owned(format!("*.{name}"))
+    } else {
+        Cow::Owned(name.as_str().to_owned())
+    })
 }
 
 pub(super) fn http<'r>(raw: &'r RawHttp<'_>) -> Result<HttpView<'r>, Invalid> {
