@@ -35,13 +35,15 @@ impl Cpe23 {
         let Some(rest) = lower.strip_prefix("cpe:2.3:") else {
             return Err(err("must start with \"cpe:2.3:\"".into()));
         };
-        let Components { first, found } = split_unescaped(rest).map_err(err)?;
+        let Components {
+            first: components,
+            found,
+        } = split_unescaped(rest).map_err(err)?;
         if found != COMPONENTS {
             return Err(err(format!(
                 "expected 11 components after cpe:2.3:, found {found}"
             )));
         }
-        let components = first;
         if !matches!(components[0], "a" | "o" | "h") {
             return Err(err(format!("part {:?} is not a, o or h", components[0])));
         }
@@ -85,7 +87,6 @@ impl Cpe23 {
     }
 }
 
-/// Splits at colons that are not preceded by an escaping backslash.
 /// The components after `cpe:2.3:`: the first [`COMPONENTS`] of them (empty where there
 /// are fewer) and how many there are.
 struct Components<'s> {
@@ -93,7 +94,8 @@ struct Components<'s> {
     found: usize,
 }
 
-/// `s` split at its unescaped colons, without allocating.
+/// `s` split at the colons that are not preceded by an escaping backslash, without
+/// allocating.
 fn split_unescaped(s: &str) -> Result<Components<'_>, String> {
     let mut out = Components {
         first: [""; COMPONENTS],
