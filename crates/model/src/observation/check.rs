@@ -254,11 +254,8 @@ pub(super) fn hex<'r>(value: &'r Text<'_>, digits: usize) -> Result<Cow<'r, str>
             s.len()
         )));
     }
-    Ok(if s.bytes().any(|b| b.is_ascii_uppercase()) {
-        Cow::Owned(s.to_ascii_lowercase())
-    } else {
-        Cow::Borrowed(s)
-    })
+    // Hex digits of the right length that are not all lowercase (those returned above).
+    Ok(Cow::Owned(s.to_ascii_lowercase()))
 }
 
 /// An array of at most `max` items.
