@@ -23,10 +23,12 @@
 //! silently, as not part of the format:** OS detection, traceroute, MAC addresses, other
 //! scripts' output, `reason` and timing data.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::io::BufRead;
 use std::net::IpAddr;
 
+use periscope_model::domain::certificate_name;
 use periscope_model::observation::ObservationReader;
 use periscope_model::{CveId, DomainName, EvidenceKind, ProtocolToken, Timestamp};
 
@@ -375,12 +377,12 @@ fn ssl_cert(script: &Element, tally: &mut Tally) -> Certificate {
     c
 }
 
-/// A certificate DNS name as the format stores it, or `None` when it is not one.
+/// A certificate DNS name as the format stores it ([`certificate_name`], after the white
+/// space and trailing dots a scanner may print), or `None` when it is not one.
 pub(crate) fn san(name: &str) -> Option<String> {
-    let name = name.trim().trim_end_matches('.').to_ascii_lowercase();
-    let rest = name.strip_prefix("*.").unwrap_or(&name);
-    DomainName::parse(rest).ok()?;
-    (name.len() <= 253).then_some(name)
+    certificate_name(name.trim().trim_end_matches('.'))
+        .ok()
+        .map(Cow::into_owned)
 }
 
 /// Nmap's certificate times (`2026-11-25T16:00:00`, UTC, sometimes with an offset) as
@@ -488,5 +490,22 @@ mod tests {
             nmap_time("2026-11-25T16:00:00+00:00").as_deref(),
             Some("2026-11-25T16:00:00Z")
         );
+    }
+
+    #[test]
+    fn certificate_names_as_the_format_holds_them() {
+        for (printed, stored) in [
+            ("www.example.com", Some("www.example.com")),
+            (" *.Example.COM.. ", Some("*.example.com")),
+            ("Bücher.example", Some("xn--bcher-kva.example")),
+            ("192.0.2.7", None),
+            ("a.*.example", None),
+            ("", None),
+        ] {
+            assert_eq!(san(printed).as_deref(), stored, "{printed:?}");
+        }
+        let longest = format!("*.{}{}", "abcdefghi.".repeat(24), "abcdefghi");
+        assert_eq!(san(&longest).map(|s| s.len()), Some(251));
+        assert_eq!(san(&format!("{longest}jkl")), None, "254 characters");
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! [`DomainName`] is syntactic: it says a string is one DNS name. Whether a name is registrable
 //! (not a public suffix alone) is a question for the query language, which owns the public
-//! suffix list.
+//! suffix list. [`certificate_name`] is the one rule for a name a certificate gives a host,
+//! which may be a wildcard: the observation format's, the importers' and the results'.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::error::InvalidValue;
@@ -69,6 +71,36 @@ impl DomainName {
                 && me.ends_with(p)
                 && me.as_bytes()[me.len() - p.len() - 1] == b'.')
     }
+}
+
+/// The longest name a certificate may give a host, its `*.` included: a DNS name's bound.
+pub const MAX_CERTIFICATE_NAME_LEN: usize = 253;
+
+/// A name as a certificate gives it for a host — a subject alternative name, or a common name
+/// that is a DNS name — in canonical form: a name as [`DomainName::parse`] gives it, or `*.`
+/// followed by one, at most [`MAX_CERTIFICATE_NAME_LEN`] characters in all. Borrowed when
+/// `text` is in that form already (as nearly every name a scanner wrote is), which is found
+/// without allocating.
+pub fn certificate_name(text: &str) -> Result<Cow<'_, str>, InvalidValue> {
+    let (wildcard, rest) = match text.strip_prefix("*.") {
+        Some(rest) => ("*.", rest),
+        None => ("", text),
+    };
+    let name = if DomainName::is_canonical(rest) {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(format!("{wildcard}{}", DomainName::parse(rest)?))
+    };
+    if name.len() > MAX_CERTIFICATE_NAME_LEN {
+        return Err(InvalidValue::new(
+            "certificate name",
+            format!(
+                "{} characters long; a name is at most {MAX_CERTIFICATE_NAME_LEN}",
+                name.len()
+            ),
+        ));
+    }
+    Ok(name)
 }
 
 fn validate_ascii(name: &str) -> Result<(), InvalidValue> {
@@ -208,7 +240,64 @@ mod tests {
         }
     }
 
+    #[test]
+    fn certificate_names_are_names_or_wildcards_of_them() {
+        for (input, want) in [
+            ("www.example.com", "www.example.com"),
+            ("*.example.com", "*.example.com"),
+            ("*.Example.COM.", "*.example.com"),
+            ("Bücher.example", "xn--bcher-kva.example"),
+            ("*.bücher.example", "*.xn--bcher-kva.example"),
+        ] {
+            assert_eq!(certificate_name(input).unwrap(), want, "{input}");
+        }
+        assert!(matches!(
+            certificate_name("*.example.com").unwrap(),
+            Cow::Borrowed(_)
+        ));
+        for bad in [
+            "",
+            "*",
+            "*.",
+            "a.*.example",
+            "**.example",
+            "*.*.example",
+            "a..b",
+            "1.2.3.4",
+        ] {
+            assert!(certificate_name(bad).is_err(), "{bad:?}");
+        }
+        // The bound counts the `*.`: a name of 252 characters is one, its wildcard is not.
+        let name = format!("{}{}", "abcdefghi.".repeat(24), "abcdefghijkl");
+        assert_eq!(name.len(), 252);
+        assert!(certificate_name(&name).is_ok());
+        let e = certificate_name(&format!("*.{name}")).unwrap_err();
+        assert_eq!(e.reason, "254 characters long; a name is at most 253");
+    }
+
     proptest::proptest! {
+        #[test]
+        fn a_certificate_name_is_its_name_parsed(
+            wildcard in "(\\*\\.)?",
+            pad in proptest::option::of(236usize..254),
+            rest in "([a-zA-Z0-9_*ü-]{0,6}\\.?){0,4}",
+        ) {
+            // Now and then a name near its bound, either side.
+            let pad = &"abcdefghi.".repeat(26)[..pad.unwrap_or(0)];
+            let s = format!("{wildcard}{pad}{rest}");
+            // The definition: `*.` and a name as parsing gives it, or a name so, within the
+            // bound; and borrowed exactly when that is `s` itself.
+            let (wildcard, rest) = s.strip_prefix("*.").map_or(("", s.as_str()), |r| ("*.", r));
+            let want = DomainName::parse(rest)
+                .ok()
+                .map(|d| format!("{wildcard}{d}"))
+                .filter(|n| n.len() <= MAX_CERTIFICATE_NAME_LEN);
+            let got = certificate_name(&s);
+            proptest::prop_assert_eq!(got.as_deref().ok(), want.as_deref(), "{:?}", s);
+            let borrowed = matches!(got, Ok(Cow::Borrowed(_)));
+            proptest::prop_assert_eq!(borrowed, want.as_deref() == Some(s.as_str()));
+        }
+
         #[test]
         fn canonical_is_what_parsing_leaves_unchanged(
             s in "([a-zA-Z0-9_*ü-]{0,6}\\.?){0,4}",

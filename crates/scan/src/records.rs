@@ -3,10 +3,12 @@
 //! (location and position, network, WHOIS without the description, reverse DNS for IPv4, the
 //! capped `domains` list, services with evidence that never carries error text).
 
+use std::borrow::Cow;
 use std::net::IpAddr;
 
 use periscope_model::DomainName;
 use periscope_model::EvidenceKind;
+use periscope_model::domain::certificate_name;
 use periscope_model::record::{
     DomainEntry, DomainSource, Evidence, Host, Location, Network, Service, TlsEvidence,
     VulnerabilityView, Whois,
@@ -193,15 +195,9 @@ pub fn certificate_names(s: &StoredService) -> Vec<String> {
 }
 
 /// A common name that is a DNS name (optionally with a leading `*.` label, as SANs may
-/// have), in canonical form.
+/// have), in canonical form: [`certificate_name`].
 fn dns_name(cn: &str) -> Option<String> {
-    let (wildcard, rest) = match cn.strip_prefix("*.") {
-        Some(rest) => ("*.", rest),
-        None => ("", cn),
-    };
-    DomainName::parse(rest)
-        .ok()
-        .map(|d| format!("{wildcard}{d}"))
+    certificate_name(cn).ok().map(Cow::into_owned)
 }
 
 /// The services of a result and whether the host has more than it shows.

@@ -9,20 +9,19 @@ use super::check::{
     At, Invalid, at_most, hex, integer, opt_text, parsed, quoted, required, text, timestamp, unique,
 };
 use super::raw::{
-    Checked, RawCertificate, RawHttp, RawProduct, RawSsh, RawTls, RawVulnerabilities, Text, TextMap,
+    RawCertificate, RawHttp, RawProduct, RawSsh, RawTls, RawVulnerabilities, Text, TextMap,
 };
 use super::view::{
     CertificateView, HttpView, ProductView, SshView, SummaryView, TlsView, VulnerabilitiesView,
 };
+use crate::domain::certificate_name;
 use crate::record::Summary;
-use crate::{Cpe23, CveId, Cvss, DomainName};
+use crate::{Cpe23, CveId, Cvss};
 
 /// At most this many CVE ids per service.
 const MAX_CVES: usize = 1000;
 /// At most this many subject alternative names per certificate.
 const MAX_SANS: usize = 100;
-/// The longest subject alternative name, after normalisation.
-const MAX_SAN_LEN: usize = 253;
 
 pub(super) fn product<'r>(raw: &'r RawProduct<'_>) -> Result<ProductView<'r>, Invalid> {
     Ok(ProductView {
@@ -141,37 +140,10 @@ fn subject_alt_names<'r>(raw: &'r [Text<'_>]) -> Result<Vec<Cow<'r, str>>, Inval
         .collect()
 }
 
-/// A DNS name, normalised like any other, or `*.` followed by one; borrowed when the line
-/// held it normalised.
+/// A name a certificate gives: [`certificate_name`], borrowed when the line held it in its
+/// canonical form.
 fn subject_alt_name<'r>(raw: &'r Text<'_>) -> Result<Cow<'r, str>, Invalid> {
-    let text: &'r str = &raw.0;
-    let (wildcard, rest) = match text.strip_prefix("*.") {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let name: Cow<'r, str> = if DomainName::is_canonical(rest) {
-        Cow::Borrowed(text)
-    } else {
-        normalised_san(rest, wildcard)?
-    };
-    if name.len() > MAX_SAN_LEN {
-        return Err(Invalid::here(format!(
-            "{} characters long; a name is at most {MAX_SAN_LEN}",
-            name.len()
-        )));
-    }
-    Ok(name)
-}
-
-/// The name `rest` (of a SAN that began with `*.` when `wildcard`) in its canonical form,
-/// which differs from `rest`.
-fn normalised_san(rest: &str, wildcard: bool) -> Result<Cow<'static, str>, Invalid> {
-    let name = parsed(&Text(rest.into(), Checked::Unknown), DomainName::parse)?;
-    Ok(if wildcard {
-        Cow::Owned(format!("*.{name}"))
-    } else {
-        Cow::Owned(name.as_str().to_owned())
-    })
+    Ok(certificate_name(&raw.0)?)
 }
 
 pub(super) fn http<'r>(raw: &'r RawHttp<'_>) -> Result<HttpView<'r>, Invalid> {
