@@ -1864,6 +1864,7 @@ impl DurableStore {
         for run in &inputs {
             fs::remove_file(&run.path).map_err(io_failed("removing a merged run", &run.path))?;
         }
+        release(inputs);
         Ok(())
     }
 
@@ -1964,6 +1965,18 @@ fn merge_into(dir: &Path, id: u64, runs: &[Arc<Run>], tier: u32) -> Result<Run, 
         let _ = fs::remove_file(dir.join(Run::file_name(id)));
     }
     result
+}
+
+/// Drops merged runs on a short-lived thread of their own. Their files are unlinked already, so
+/// closing the last handle of one returns its blocks to the filesystem, which waits for the
+/// device where the filesystem discards them (ext4 mounted with `discard`: 1.25 s of the store
+/// thread's time in an ingest of a million hosts); their indexes are freed there too. A run a
+/// snapshot still holds is closed when that snapshot is dropped, as before. Should the thread
+/// not start, the runs are dropped here, as before.
+fn release(runs: Vec<Arc<Run>>) {
+    let _started = std::thread::Builder::new()
+        .name("store-release".into())
+        .spawn(move || drop(runs));
 }
 
 /// A merge of runs on a thread of its own: its inputs (the runs from where it started to the
