@@ -287,10 +287,10 @@ mod tests {
             let s = format!("{wildcard}{pad}{rest}");
             // The definition: `*.` and a name as parsing gives it, or a name so, within the
             // bound; and borrowed exactly when that is `s` itself.
-            let (wildcard, rest) = s.strip_prefix("*.").map_or(("", s.as_str()), |r| ("*.", r));
-            let want = DomainName::parse(rest)
+            let (star, name) = s.strip_prefix("*.").map_or(("", s.as_str()), |n| ("*.", n));
+            let want = DomainName::parse(name)
                 .ok()
-                .map(|d| format!("{wildcard}{d}"))
+                .map(|d| format!("{star}{d}"))
                 .filter(|n| n.len() <= MAX_CERTIFICATE_NAME_LEN);
             let got = certificate_name(&s);
             proptest::prop_assert_eq!(got.as_deref().ok(), want.as_deref(), "{:?}", s);
