@@ -252,8 +252,8 @@ enum Evidence<'a> {
         name: &'a DomainName,
         /// Ordinals of hosts DNS resolved the name to.
         resolved: RoaringBitmap,
-        /// Per host-order key: names of the name's domain-scan records listing it.
-        listed: &'a Listed,
+        /// The addresses the name's domain-scan records list, with the records.
+        listed: &'a Listed<'a>,
     },
     Organization(&'a Phrase),
 }
@@ -742,13 +742,13 @@ impl EmbeddedIndex {
         hosts
     }
 
-    /// The hosts `query` matches, less those in `shadow`; a domain query takes the names of
-    /// the domain-scan records listing each address from `listed` (see [`ScanView`]).
+    /// The hosts `query` matches, less those in `shadow`; a domain query takes the addresses
+    /// its domain-scan records list from `listed` (see [`ScanView`]).
     fn select<'a>(
         &'a self,
         query: &'a Query,
         resolved: &[IpAddr],
-        listed: &'a Listed,
+        listed: &'a Listed<'a>,
         shadow: Option<&RoaringBitmap>,
     ) -> Selection<'a> {
         let mut selection = self.select_all(query, resolved, listed);
@@ -762,7 +762,7 @@ impl EmbeddedIndex {
         &'a self,
         query: &'a Query,
         resolved: &[IpAddr],
-        listed: &'a Listed,
+        listed: &'a Listed<'a>,
     ) -> Selection<'a> {
         let bare = |hosts| Selection {
             hosts,
@@ -794,7 +794,7 @@ impl EmbeddedIndex {
                     .filter_map(|ip| self.ordinal_of(ip_order_key(ip.to_canonical())))
                     .collect();
                 hosts |= &resolved;
-                hosts.extend(listed.keys().filter_map(|key| self.ordinal_of(*key)));
+                hosts.extend(listed.keys().filter_map(|key| self.ordinal_of(key)));
                 Selection {
                     hosts,
                     evidence: Evidence::Domain {
@@ -815,9 +815,16 @@ impl EmbeddedIndex {
     }
 
     /// The hit of matching host `h` (record `rec`): its view and the evidence linking it to
-    /// the query.
-    fn hit<'r>(&self, h: u32, rec: &'r HostRecord, evidence: &Evidence<'_>) -> Option<Hit<'r>> {
-        let view = self.view(rec)?;
+    /// the query. A domain-scan record's name the lookups cannot read is an error.
+    fn hit<'r>(
+        &self,
+        h: u32,
+        rec: &'r HostRecord,
+        evidence: &Evidence<'_>,
+    ) -> Result<Option<Hit<'r>>, IndexError> {
+        let Some(view) = self.view(rec) else {
+            return Ok(None);
+        };
         let mut hit = Hit {
             organization: Vec::new(),
             domain: Vec::new(),
@@ -832,15 +839,15 @@ impl EmbeddedIndex {
                 resolved,
                 listed,
             } => {
-                let key = ip_order_key(hit.view.ip());
-                let names: Vec<&DomainName> = listed.get(&key).into_iter().flatten().collect();
+                let names = listed.names(ip_order_key(hit.view.ip()))?;
+                let names: Vec<&DomainName> = names.iter().collect();
                 hit.domain = domain_matches(name, resolved.contains(h), &names, hit.view.rec);
             }
             Evidence::Organization(phrase) => {
                 hit.organization = organization_matches(phrase, &hit.view);
             }
         }
-        Some(hit)
+        Ok(Some(hit))
     }
 
     fn row(
@@ -853,7 +860,7 @@ impl EmbeddedIndex {
         let Some(rec) = self.record(h)? else {
             return Ok(None);
         };
-        let Some(hit) = self.hit(h, &rec, &selection.evidence) else {
+        let Some(hit) = self.hit(h, &rec, &selection.evidence)? else {
             return Ok(None);
         };
         let service_clauses: Vec<Clause> = query
@@ -875,7 +882,7 @@ impl EmbeddedIndex {
     fn for_each_match(
         &self,
         query: &Query,
-        listed: &Listed,
+        listed: &Listed<'_>,
         shadow: Option<&RoaringBitmap>,
         mut f: impl FnMut(u32, u64),
     ) {

@@ -100,11 +100,11 @@ impl<'a> View<'a> {
         &self.parts[0].index.config
     }
 
-    /// For a domain query, the names of its domain-scan records per listed address.
-    fn listed(&self, query: &Query) -> Result<Listed, IndexError> {
+    /// For a domain query, the addresses its domain-scan records list (none for another).
+    fn listed(&self, query: &Query) -> Listed<'a> {
         match query {
             Query::Domain(name) => self.scans.listed_under(name),
-            _ => Ok(Listed::new()),
+            _ => Listed::default(),
         }
     }
 
@@ -139,7 +139,7 @@ impl<'a> View<'a> {
             let selections: Vec<&Selection<'_>> = vec![&selection; self.parts.len()];
             return self.page(req.query, found, more, limit, &selections);
         }
-        let listed = self.listed(req.query)?;
+        let listed = self.listed(req.query);
         let selections: Vec<Selection<'_>> = self
             .parts
             .iter()
@@ -200,7 +200,7 @@ impl<'a> View<'a> {
                 .sum();
             return Ok(Count::exact(n));
         }
-        let listed = self.listed(query)?;
+        let listed = self.listed(query);
         let n = self
             .parts
             .iter()
@@ -214,7 +214,7 @@ impl<'a> View<'a> {
     }
 
     pub fn exposure(&self, query: &Query, resolution: Resolution) -> Result<Exposure, IndexError> {
-        let listed = self.listed(query)?;
+        let listed = self.listed(query);
         let Some((first, later)) = self.parts.split_first() else {
             return Ok(Exposed::nothing(resolution));
         };

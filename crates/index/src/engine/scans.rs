@@ -7,17 +7,17 @@
 //! in a compact form the index file holds as it is in memory ([`ScanRecords::write`]). The
 //! records themselves are read only when a look-up returns them: from the store snapshot by
 //! name (an index of a store), or from memory (an index built from an iterator). A domain
-//! search needs only names and addresses: the names table, and each record's addresses from
-//! the inverse of the address lookup (derived by a counting sort when the lookups are made
-//! or read). So a start from the index file decodes no record, a domain search reads none,
-//! and the records are not held twice.
+//! search needs only addresses and names: each record's addresses from the inverse of the
+//! address lookup (derived by a counting sort when the lookups are made or read), and from
+//! the names table only the names of the records listing a host a page shows ([`Listed`]).
+//! So a start from the index file decodes no record, a domain search reads none, and the
+//! records are not held twice.
 //!
 //! [`ScanView`] reads several layers of records as one: a record of a layer is hidden when a
 //! later layer holds a record of the same name (a delta holds the records written since the
 //! base was built, newest per name, so its record is the current one).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -31,8 +31,41 @@ use crate::api::IndexError;
 use crate::durable::StoreSnapshot;
 use crate::store::DomainScans;
 
-/// Per host-order key of a listed address: the names of the records listing it.
-pub(super) type Listed = HashMap<u128, Vec<DomainName>>;
+/// For a domain query: the addresses its records (of the name or a subdomain) list, by
+/// host-order key, each with the records listing it. Only keys are needed to select hosts
+/// (a search, a count, an exposure); names are read for the hosts a page shows
+/// ([`Listed::names`]), so a domain query decodes no name it does not show.
+#[derive(Debug, Default)]
+pub(super) struct Listed<'a> {
+    /// (host-order key, position in `records`), ascending, each pair once.
+    pairs: Vec<(u128, u32)>,
+    /// The records, by name.
+    records: Vec<(&'a ScanRecords, u32)>,
+}
+
+impl Listed<'_> {
+    /// The listed keys, ascending, each once.
+    pub fn keys(&self) -> impl Iterator<Item = u128> + '_ {
+        let mut last = None;
+        self.pairs.iter().filter_map(move |&(key, _)| {
+            let new = last != Some(key);
+            last = Some(key);
+            new.then_some(key)
+        })
+    }
+
+    /// The names of the records listing the address of `key`, by name, each once.
+    pub fn names(&self, key: u128) -> Result<Vec<DomainName>, IndexError> {
+        let from = self.pairs.partition_point(|&(k, _)| k < key);
+        let pairs = self.pairs.get(from..).unwrap_or_default();
+        pairs
+            .iter()
+            .take_while(|&&(k, _)| k == key)
+            .filter_map(|&(_, at)| self.records.get(at as usize))
+            .map(|(layer, i)| layer.domain_name(*i))
+            .collect()
+    }
+}
 
 /// Where the records are read.
 #[derive(Debug)]
@@ -386,20 +419,20 @@ impl<'a> ScanView<'a> {
             .collect()
     }
 
-    /// Per host-order key of a listed address: the names of the records of `name` (or a
-    /// subdomain) listing it, by name, each once.
-    pub fn listed_under(&self, name: &DomainName) -> Result<Listed, IndexError> {
-        let mut out = Listed::new();
-        for (layer, i) in self.merged(|layer| layer.within(name.as_str())) {
-            let record = layer.domain_name(i)?;
-            for address in layer.addresses(i) {
-                let names = out.entry(ip_order_key(address.to_canonical())).or_default();
-                if !names.contains(&record) {
-                    names.push(record.clone());
-                }
-            }
+    /// The addresses the records of `name` (or a subdomain) list, with the records listing
+    /// each (see [`Listed`]).
+    pub fn listed_under(&self, name: &DomainName) -> Listed<'a> {
+        let records = self.merged(|layer| layer.within(name.as_str()));
+        let mut pairs = Vec::new();
+        for (at, (layer, i)) in (0u32..).zip(&records) {
+            let keys = layer.addresses(*i).map(|a| ip_order_key(a.to_canonical()));
+            pairs.extend(keys.map(|key| (key, at)));
         }
-        Ok(out)
+        // Two addresses of one record may share a key (an IPv4 address and its IPv4-mapped
+        // IPv6 form): the record is named once.
+        pairs.sort_unstable();
+        pairs.dedup();
+        Listed { pairs, records }
     }
 
     fn read(&self, found: &[(&'a ScanRecords, u32)]) -> Result<Vec<DomainScan>, IndexError> {
@@ -432,10 +465,62 @@ impl<'a> ScanView<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::Addresses;
+    #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
+
+    use super::{Addresses, ScanRecords, ScanView};
+    use crate::store::DomainScans;
+    use periscope_model::observation::DomainScan;
+    use periscope_model::{DomainName, Timestamp, ip_order_key};
     use proptest::prelude::*;
     use std::collections::BTreeSet;
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    /// A domain query's addresses: every address its records (the name's and its
+    /// subdomains', no other) list, once and ascending; the names listing an address by name,
+    /// read only when asked for.
+    #[test]
+    fn a_domain_lists_its_records_addresses_once_with_their_names() {
+        let scan = |name: &str, addresses: &[&str]| {
+            let name = DomainName::parse(name).unwrap();
+            let addresses = addresses.iter().map(|a| a.parse().unwrap()).collect();
+            let observed_at = Timestamp::from_unix(1_790_000_000).unwrap();
+            (
+                name.clone(),
+                DomainScan {
+                    name,
+                    addresses,
+                    observed_at,
+                },
+            )
+        };
+        let by_name = [
+            scan("www.a.example", &["240.0.0.2", "3fff::1"]),
+            scan("a.example", &["240.0.0.2", "240.0.0.1"]),
+            scan("b.example", &["240.0.0.3", "240.0.0.1"]),
+        ];
+        let records = ScanRecords::new(DomainScans {
+            by_name: by_name.into_iter().collect(),
+        });
+        let records = records.unwrap();
+        let view = ScanView::new(vec![&records]);
+        let key = |ip: &str| ip_order_key(ip.parse::<IpAddr>().unwrap());
+        let names = |listed: &super::Listed<'_>, ip: &str| -> Vec<String> {
+            let names = listed.names(key(ip)).unwrap();
+            names.iter().map(|n| n.as_str().to_owned()).collect()
+        };
+
+        let listed = view.listed_under(&DomainName::parse("a.example").unwrap());
+        let mut expected = vec![key("240.0.0.1"), key("240.0.0.2"), key("3fff::1")];
+        expected.sort_unstable();
+        assert_eq!(listed.keys().collect::<Vec<_>>(), expected);
+        assert_eq!(names(&listed, "240.0.0.2"), ["a.example", "www.a.example"]);
+        assert_eq!(names(&listed, "240.0.0.1"), ["a.example"]);
+        assert_eq!(names(&listed, "3fff::1"), ["www.a.example"]);
+        assert!(names(&listed, "240.0.0.3").is_empty());
+
+        let listed = view.listed_under(&DomainName::parse("c.example").unwrap());
+        assert_eq!(listed.keys().count(), 0);
+    }
 
     proptest! {
         /// The compact addresses answer as the sorted list: each by position, each lookup.
