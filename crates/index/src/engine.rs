@@ -96,7 +96,7 @@ use crate::store::{DomainScans, HostRecord, IndexConfig};
 
 use layers::View;
 use postings::{HostPostings, ServicePostings, ValueHosts, intersect};
-use scans::{Listed, ScanRecords, ScanView};
+use scans::{ScanRecords, ScanView};
 
 /// Why an index could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -252,8 +252,6 @@ enum Evidence<'a> {
         name: &'a DomainName,
         /// Ordinals of hosts DNS resolved the name to.
         resolved: RoaringBitmap,
-        /// The addresses the name's domain-scan records list, with the records.
-        listed: &'a Listed<'a>,
     },
     Organization(&'a Phrase),
 }
@@ -748,7 +746,7 @@ impl EmbeddedIndex {
         &'a self,
         query: &'a Query,
         resolved: &[IpAddr],
-        listed: &'a Listed<'a>,
+        listed: &[u128],
         shadow: Option<&RoaringBitmap>,
     ) -> Selection<'a> {
         let mut selection = self.select_all(query, resolved, listed);
@@ -762,7 +760,7 @@ impl EmbeddedIndex {
         &'a self,
         query: &'a Query,
         resolved: &[IpAddr],
-        listed: &'a Listed<'a>,
+        listed: &[u128],
     ) -> Selection<'a> {
         let bare = |hosts| Selection {
             hosts,
@@ -794,14 +792,10 @@ impl EmbeddedIndex {
                     .filter_map(|ip| self.ordinal_of(ip_order_key(ip.to_canonical())))
                     .collect();
                 hosts |= &resolved;
-                hosts.extend(listed.keys().filter_map(|key| self.ordinal_of(key)));
+                hosts.extend(listed.iter().filter_map(|key| self.ordinal_of(*key)));
                 Selection {
                     hosts,
-                    evidence: Evidence::Domain {
-                        name,
-                        resolved,
-                        listed,
-                    },
+                    evidence: Evidence::Domain { name, resolved },
                 }
             }
             Query::Filter(f) => {
@@ -815,16 +809,15 @@ impl EmbeddedIndex {
     }
 
     /// The hit of matching host `h` (record `rec`): its view and the evidence linking it to
-    /// the query. A domain-scan record's name the lookups cannot read is an error.
+    /// the query; `scan_names` are the names of the domain-scan records listing its address.
     fn hit<'r>(
         &self,
         h: u32,
         rec: &'r HostRecord,
         evidence: &Evidence<'_>,
-    ) -> Result<Option<Hit<'r>>, IndexError> {
-        let Some(view) = self.view(rec) else {
-            return Ok(None);
-        };
+        scan_names: &[DomainName],
+    ) -> Option<Hit<'r>> {
+        let view = self.view(rec)?;
         let mut hit = Hit {
             organization: Vec::new(),
             domain: Vec::new(),
@@ -834,20 +827,16 @@ impl EmbeddedIndex {
         match evidence {
             Evidence::None => {}
             Evidence::Asn(asn) => hit.asn = asn_matches(*asn, hit.view.rec),
-            Evidence::Domain {
-                name,
-                resolved,
-                listed,
-            } => {
-                let names = listed.names(ip_order_key(hit.view.ip()))?;
-                let names: Vec<&DomainName> = names.iter().collect();
-                hit.domain = domain_matches(name, resolved.contains(h), &names, hit.view.rec);
+            Evidence::Domain { name, resolved } => {
+                let within: Vec<&DomainName> =
+                    scan_names.iter().filter(|n| n.is_within(name)).collect();
+                hit.domain = domain_matches(name, resolved.contains(h), &within, hit.view.rec);
             }
             Evidence::Organization(phrase) => {
                 hit.organization = organization_matches(phrase, &hit.view);
             }
         }
-        Ok(Some(hit))
+        Some(hit)
     }
 
     fn row(
@@ -860,18 +849,19 @@ impl EmbeddedIndex {
         let Some(rec) = self.record(h)? else {
             return Ok(None);
         };
-        let Some(hit) = self.hit(h, &rec, &selection.evidence)? else {
+        // The names of the records listing the address, read once for the row and its
+        // evidence (those within the name): for a domain query only.
+        let listed = match query {
+            Query::Domain(_) => scans.names_listing(rec.ip)?,
+            _ => Vec::new(),
+        };
+        let Some(hit) = self.hit(h, &rec, &selection.evidence, &listed) else {
             return Ok(None);
         };
         let service_clauses: Vec<Clause> = query
             .as_filter()
             .map(|f| f.service_clauses().cloned().collect())
             .unwrap_or_default();
-        // The names of the records listing the address: for a domain query only.
-        let listed = match query {
-            Query::Domain(_) => scans.names_listing(hit.view.ip())?,
-            _ => Vec::new(),
-        };
         Ok(Some(records::row(hit, query, &service_clauses, |_| {
             listed.iter().collect()
         })))
@@ -882,7 +872,7 @@ impl EmbeddedIndex {
     fn for_each_match(
         &self,
         query: &Query,
-        listed: &Listed<'_>,
+        listed: &[u128],
         shadow: Option<&RoaringBitmap>,
         mut f: impl FnMut(u32, u64),
     ) {

@@ -32,7 +32,7 @@ use periscope_query::{Clause, FilterQuery, Query, Resolution};
 use roaring::RoaringBitmap;
 
 use super::exposure::{Exposed, Placed};
-use super::scans::{Listed, ScanView};
+use super::scans::ScanView;
 use super::{
     BuildError, DeltaJournal, EmbeddedIndex, EngineStats, Records, Selection, facets,
     filter_evidence,
@@ -100,11 +100,12 @@ impl<'a> View<'a> {
         &self.parts[0].index.config
     }
 
-    /// For a domain query, the addresses its domain-scan records list (none for another).
-    fn listed(&self, query: &Query) -> Listed<'a> {
+    /// For a domain query, the host-order keys of the addresses its domain-scan records list
+    /// (none for another).
+    fn listed(&self, query: &Query) -> Vec<u128> {
         match query {
             Query::Domain(name) => self.scans.listed_under(name),
-            _ => Listed::default(),
+            _ => Vec::new(),
         }
     }
 

@@ -9,7 +9,7 @@
 //! name (an index of a store), or from memory (an index built from an iterator). A domain
 //! search needs only addresses and names: each record's addresses from the inverse of the
 //! address lookup (derived by a counting sort when the lookups are made or read), and from
-//! the names table only the names of the records listing a host a page shows ([`Listed`]).
+//! the names table only the names of the records listing a host a page shows.
 //! So a start from the index file decodes no record, a domain search reads none, and the
 //! records are not held twice.
 //!
@@ -30,42 +30,6 @@ use super::with_causes;
 use crate::api::IndexError;
 use crate::durable::StoreSnapshot;
 use crate::store::DomainScans;
-
-/// For a domain query: the addresses its records (of the name or a subdomain) list, by
-/// host-order key, each with the records listing it. Only keys are needed to select hosts
-/// (a search, a count, an exposure); names are read for the hosts a page shows
-/// ([`Listed::names`]), so a domain query decodes no name it does not show.
-#[derive(Debug, Default)]
-pub(super) struct Listed<'a> {
-    /// (host-order key, position in `records`), ascending, each pair once.
-    pairs: Vec<(u128, u32)>,
-    /// The records, by name.
-    records: Vec<(&'a ScanRecords, u32)>,
-}
-
-impl Listed<'_> {
-    /// The listed keys, ascending, each once.
-    pub fn keys(&self) -> impl Iterator<Item = u128> + '_ {
-        let mut last = None;
-        self.pairs.iter().filter_map(move |&(key, _)| {
-            let new = last != Some(key);
-            last = Some(key);
-            new.then_some(key)
-        })
-    }
-
-    /// The names of the records listing the address of `key`, by name, each once.
-    pub fn names(&self, key: u128) -> Result<Vec<DomainName>, IndexError> {
-        let from = self.pairs.partition_point(|&(k, _)| k < key);
-        let pairs = self.pairs.get(from..).unwrap_or_default();
-        pairs
-            .iter()
-            .take_while(|&&(k, _)| k == key)
-            .filter_map(|&(_, at)| self.records.get(at as usize))
-            .map(|(layer, i)| layer.domain_name(*i))
-            .collect()
-    }
-}
 
 /// Where the records are read.
 #[derive(Debug)]
@@ -419,20 +383,18 @@ impl<'a> ScanView<'a> {
             .collect()
     }
 
-    /// The addresses the records of `name` (or a subdomain) list, with the records listing
-    /// each (see [`Listed`]).
-    pub fn listed_under(&self, name: &DomainName) -> Listed<'a> {
+    /// The host-order keys of the addresses the records of `name` (or a subdomain) list,
+    /// ascending, each once: what a domain query selects hosts by. No name is read; a row
+    /// takes the names of the records listing its address from [`ScanView::names_listing`].
+    pub fn listed_under(&self, name: &DomainName) -> Vec<u128> {
         let records = self.merged(|layer| layer.within(name.as_str()));
-        let mut pairs = Vec::new();
-        for (at, (layer, i)) in (0u32..).zip(&records) {
-            let keys = layer.addresses(*i).map(|a| ip_order_key(a.to_canonical()));
-            pairs.extend(keys.map(|key| (key, at)));
-        }
-        // Two addresses of one record may share a key (an IPv4 address and its IPv4-mapped
-        // IPv6 form): the record is named once.
-        pairs.sort_unstable();
-        pairs.dedup();
-        Listed { pairs, records }
+        let mut keys: Vec<u128> = (records.iter())
+            .flat_map(|(layer, i)| layer.addresses(*i))
+            .map(|a| ip_order_key(a.to_canonical()))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys
     }
 
     fn read(&self, found: &[(&'a ScanRecords, u32)]) -> Result<Vec<DomainScan>, IndexError> {
@@ -476,8 +438,8 @@ mod tests {
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
     /// A domain query's addresses: every address its records (the name's and its
-    /// subdomains', no other) list, once and ascending; the names listing an address by name,
-    /// read only when asked for.
+    /// subdomains', no other) list, once and ascending; and the names of a row's evidence, the
+    /// records listing its address within the name, by name.
     #[test]
     fn a_domain_lists_its_records_addresses_once_with_their_names() {
         let scan = |name: &str, addresses: &[&str]| {
@@ -504,22 +466,23 @@ mod tests {
         let records = records.unwrap();
         let view = ScanView::new(vec![&records]);
         let key = |ip: &str| ip_order_key(ip.parse::<IpAddr>().unwrap());
-        let names = |listed: &super::Listed<'_>, ip: &str| -> Vec<String> {
-            let names = listed.names(key(ip)).unwrap();
-            names.iter().map(|n| n.as_str().to_owned()).collect()
+        let a = DomainName::parse("a.example").unwrap();
+        let names = |ip: &str| -> Vec<String> {
+            let names = view.names_listing(ip.parse().unwrap()).unwrap();
+            let within = names.iter().filter(|n| n.is_within(&a));
+            within.map(|n| n.as_str().to_owned()).collect()
         };
 
-        let listed = view.listed_under(&DomainName::parse("a.example").unwrap());
         let mut expected = vec![key("240.0.0.1"), key("240.0.0.2"), key("3fff::1")];
         expected.sort_unstable();
-        assert_eq!(listed.keys().collect::<Vec<_>>(), expected);
-        assert_eq!(names(&listed, "240.0.0.2"), ["a.example", "www.a.example"]);
-        assert_eq!(names(&listed, "240.0.0.1"), ["a.example"]);
-        assert_eq!(names(&listed, "3fff::1"), ["www.a.example"]);
-        assert!(names(&listed, "240.0.0.3").is_empty());
+        assert_eq!(view.listed_under(&a), expected);
+        assert_eq!(names("240.0.0.2"), ["a.example", "www.a.example"]);
+        assert_eq!(names("240.0.0.1"), ["a.example"]);
+        assert_eq!(names("3fff::1"), ["www.a.example"]);
+        assert!(names("240.0.0.3").is_empty());
 
-        let listed = view.listed_under(&DomainName::parse("c.example").unwrap());
-        assert_eq!(listed.keys().count(), 0);
+        let none = view.listed_under(&DomainName::parse("c.example").unwrap());
+        assert!(none.is_empty());
     }
 
     proptest! {
