@@ -20,8 +20,10 @@
 //! Emptied batches go back to the reader to be refilled. Scanner output (the importers) is
 //! read and converted on the reader thread.
 //!
-//! A batch is acknowledged when `apply_batch` returns: it is then on disk, and a process killed
-//! afterwards keeps it. A killed run is completed by running the same command again, since
+//! A batch is acknowledged once it is on disk, and a process killed afterwards keeps it: the
+//! store acknowledges one behind ([`DurableStore::acknowledge_one_behind`]), its commit (the
+//! syncs) going on while the next batch is applied, so a batch is acknowledged when the next
+//! one's apply returns, or the store settled at the end. A killed run is completed by running the same command again, since
 //! re-applying an observation changes nothing (the current-observation rule of
 //! `docs/search-semantics.md`). Rejected lines do not stop the run; they are counted and the
 //! first [`SHOWN_REJECTIONS`] are printed in the summary. Progress goes to standard error: a
@@ -825,6 +827,12 @@ fn send(batches: &SyncSender<Batch>, batch: Batch, waiting: &mut Duration) -> bo
 }
 
 /// The store thread: applies batches in order until the reader hangs up or a batch fails.
+///
+/// The process's own store acknowledges one behind
+/// ([`DurableStore::acknowledge_one_behind`]): a batch's commit (its syncs) goes on while the
+/// next batch is applied, so a batch is counted and logged as acknowledged once the next
+/// one's apply returned, or the store settled at the end. A server or ClickHouse acknowledges
+/// each batch as it is applied.
 fn apply_batches(
     mut target: Target,
     batches: &Receiver<Batch>,
@@ -834,42 +842,85 @@ fn apply_batches(
     log: bool,
 ) -> StoreResult {
     let mut tally = StoreTally::default();
+    let behind = match &mut target {
+        Target::Store(store) => {
+            store.acknowledge_one_behind();
+            true
+        }
+        Target::Server(_) | Target::ClickHouse(..) => false,
+    };
+    // The batch applied whose commit is in flight: its size and what it did.
+    let mut committing: Option<(usize, BatchSummary)> = None;
     while let Ok(mut batch) = batches.recv() {
         let since = Instant::now();
         let size = batch.len;
+        let number = tally.batches + 1 + u64::from(committing.is_some());
         let done = match apply_one(&mut target, &mut batch, names, &mut tally) {
             Ok(done) => done,
             Err(e) => {
                 progress.failed.store(true, Ordering::Relaxed);
+                // The batch before it is acknowledged if its commit went through.
+                if let (Target::Store(store), Some((size, done))) = (&mut target, committing)
+                    && store.settle().is_ok()
+                {
+                    acknowledge(&mut tally, progress, size, &done, log);
+                }
                 return Err(e.context(format!(
                     "applying batch {} ({} observations)",
-                    group(tally.batches + 1),
+                    group(number),
                     group(size as u64)
                 )));
             }
         };
         tally.busy += since.elapsed();
-        tally.batches += 1;
-        add(&mut tally.summary, &done);
-        let acknowledged = progress
-            .acknowledged
-            .fetch_add(size as u64, Ordering::Relaxed)
-            + size as u64;
-        progress.batches.store(tally.batches, Ordering::Relaxed);
-        if log {
-            eprintln!(
-                "ingest: batch {} acknowledged: {} observations, {} in all",
-                tally.batches, size, acknowledged
-            );
+        if let Some((size, done)) = committing.take() {
+            acknowledge(&mut tally, progress, size, &done, log);
+        }
+        if behind {
+            committing = Some((size, done));
+        } else {
+            acknowledge(&mut tally, progress, size, &done, log);
         }
         // The vector goes back to the reader, empty.
         batch.clear();
         let _ = spares.try_send(batch);
     }
-    if let Target::Store(store) = &target {
+    if let Target::Store(store) = &mut target {
+        if let Some((size, done)) = committing {
+            let since = Instant::now();
+            store
+                .settle()
+                .map_err(store_error)
+                .with_context(|| format!("committing batch {}", group(tally.batches + 1)))?;
+            tally.busy += since.elapsed();
+            acknowledge(&mut tally, progress, size, &done, log);
+        }
         tally.merge_waits = Some(store.merge_waits());
     }
     Ok((target, tally))
+}
+
+/// Counts a batch of `size` observations, which did `done`, as acknowledged.
+fn acknowledge(
+    tally: &mut StoreTally,
+    progress: &Progress,
+    size: usize,
+    done: &BatchSummary,
+    log: bool,
+) {
+    tally.batches += 1;
+    add(&mut tally.summary, done);
+    let acknowledged = progress
+        .acknowledged
+        .fetch_add(size as u64, Ordering::Relaxed)
+        + size as u64;
+    progress.batches.store(tally.batches, Ordering::Relaxed);
+    if log {
+        eprintln!(
+            "ingest: batch {} acknowledged: {} observations, {} in all",
+            tally.batches, size, acknowledged
+        );
+    }
 }
 
 /// Applies one batch to the target; the server's rejections go into the tally.

@@ -24,8 +24,11 @@
 //! rule ([`HostRecord::apply`], [`DomainScans::apply`]), and writes the records whose bytes
 //! changed as one new run: written, synced, then named in a new manifest. The batch is
 //! acknowledged when the manifest is in place; a batch that fails, or a process that dies
-//! before, leaves no trace of it. The batch's keys are looked up in ascending order, each run
-//! searched onward from where the previous key left it (`Cursors`). Runs are merged when
+//! before, leaves no trace of it. A store may acknowledge one behind
+//! ([`DurableStore::acknowledge_one_behind`]: the run's sync and the manifest on a
+//! `store-commit` thread while the next batch is merged, manifests still in batch order).
+//! The batch's keys are looked up in ascending order, each run searched onward from where the
+//! previous key left it (`Cursors`). Runs are merged when
 //! [`FANOUT`] runs are of one tier and every newer run is of that tier or lower (a batch's run
 //! is tier 0, the merge of `FANOUT` runs of tier `t` and the few newer ones is of tier
 //! `t + 1`), so a store holds a few dozen runs at most and a record is rewritten about once
@@ -183,6 +186,15 @@ pub enum StoreError {
     OldFormat {
         /// The redb file.
         path: PathBuf,
+    },
+    /// On a store acknowledging batches one behind ([`DurableStore::acknowledge_one_behind`]),
+    /// the commit of the batch before the one applied failed: neither is stored (the store is
+    /// as it was before that batch, and that batch is not acknowledged).
+    #[error("the commit of the batch before it failed")]
+    PreviousCommit {
+        /// Why the commit failed.
+        #[source]
+        source: Box<StoreError>,
     },
     /// The path is neither a scan store nor empty.
     #[error("{} is not a Periscope scan store: {reason}", path.display())]
@@ -947,8 +959,10 @@ impl RunWriter {
             })
     }
 
-    /// Writes the indexes and footer, syncs the file, and opens it as a run of `tier`.
-    fn finish(mut self, tier: u32) -> Result<Run, StoreError> {
+    /// Writes the indexes and footer, syncs the file when `sync` says so (a batch's run
+    /// committed one behind is synced by its commit, see [`Committing`]), and opens it as a
+    /// run of `tier`.
+    fn finish(mut self, tier: u32, sync: Syncing) -> Result<Run, StoreError> {
         let mut index = Vec::with_capacity(self.hosts.len() * 28 + self.names.len() * 40);
         for (key, loc) in self.hosts.entries() {
             index.extend_from_slice(&key.0);
@@ -986,8 +1000,10 @@ impl RunWriter {
             .out
             .finish()
             .map_err(io_failed("writing a run", &self.path))?;
-        file.sync_all()
-            .map_err(io_failed("syncing a run", &self.path))?;
+        if sync == Syncing::Now {
+            file.sync_all()
+                .map_err(io_failed("syncing a run", &self.path))?;
+        }
         let bytes = self.at + index.len() as u64 + FOOTER_LEN;
         let mut hosts = self.hosts;
         hosts.shrink_to_fit();
@@ -1332,8 +1348,15 @@ pub struct DurableStore {
     dir: PathBuf,
     /// Held (locked) while the store is open.
     _lock: File,
+    /// The state batches are applied to: the last durable one, or on a store acknowledging
+    /// one behind, the state with the batch whose commit is in flight.
     current: Arc<Version>,
     next_run: u64,
+    /// Whether a batch returns once written, its commit going on beside the next batch (see
+    /// [`Self::acknowledge_one_behind`]), rather than once durable.
+    behind: bool,
+    /// The commit in flight of the newest batch, on a store acknowledging one behind.
+    committing: Option<Committing>,
     /// The merges of runs in flight, oldest first, each over runs after the previous one's.
     merging: Vec<Merging>,
     /// How long batches have waited for a merge in flight (see [`Self::merge_waits`]).
@@ -1446,6 +1469,8 @@ impl DurableStore {
                 runs,
             }),
             next_run: manifest.next_run,
+            behind: false,
+            committing: None,
             merging: Vec::new(),
             merge_waits: Duration::ZERO,
         })
@@ -1456,8 +1481,85 @@ impl DurableStore {
         &self.dir
     }
 
+    /// Acknowledges batches one behind from now on: an `apply_*` method returns once the
+    /// batch's run is written (to the page cache) and the batch before it is durable, and the
+    /// batch's commit (its run synced, then a manifest naming it written as every manifest is)
+    /// goes on, on a thread of its own, while the caller prepares and applies the next batch;
+    /// [`Self::settle`] waits for it. A bulk ingest, whose batches come one after another,
+    /// thus waits on the disk's syncs only when they take longer than a batch's work.
+    ///
+    /// The guarantees are those of a batch at a time, one batch later: the batch whose commit
+    /// is in flight is read by the next batch (and by [`Self::snapshot`]) but survives a crash
+    /// only once acknowledged; manifests are written in batch order, the next one only after
+    /// the previous commit finished, so a killed process leaves the state of some
+    /// acknowledged-or-later batch, never a gap; a batch whose previous commit failed is not
+    /// applied ([`StoreError::PreviousCommit`]), and the store is then as it was before the
+    /// failed batch. Runs are merged only once committed (a merge starts after the commit in
+    /// flight).
+    pub fn acknowledge_one_behind(&mut self) {
+        self.behind = true;
+    }
+
+    /// Waits for the commit in flight of a store acknowledging one behind, if any: once this
+    /// returns `Ok`, every batch applied is durable. When the commit failed, the store is
+    /// taken back to the state before that batch and its error returned.
+    pub fn settle(&mut self) -> Result<(), StoreError> {
+        let Some(Committing { before, handle }) = self.committing.take() else {
+            return Ok(());
+        };
+        let committed = handle.join().unwrap_or_else(|_| {
+            Err(StoreError::Io {
+                during: "committing a batch",
+                path: self.dir.clone(),
+                source: io::Error::other("the commit thread panicked"),
+            })
+        });
+        if committed.is_err() {
+            self.current = before;
+        }
+        committed
+    }
+
+    /// [`Self::settle`] before the store's state changes again: a failure is the previous
+    /// batch's ([`StoreError::PreviousCommit`]).
+    fn settle_previous(&mut self) -> Result<(), StoreError> {
+        self.settle().map_err(|e| StoreError::PreviousCommit {
+            source: Box::new(e),
+        })
+    }
+
+    /// Makes `version`, whose newest run is the batch's and not yet synced, the state the
+    /// next batch is applied to, once the previous commit finished, and starts its commit
+    /// (see [`Self::acknowledge_one_behind`]).
+    fn commit_behind(&mut self, version: Version, next_run: u64) -> Result<(), StoreError> {
+        self.settle_previous()?;
+        let run = Arc::clone(
+            version
+                .runs
+                .last()
+                .expect("a batch's version holds its run"),
+        );
+        let manifest = Manifest::of(&version, next_run);
+        let dir = self.dir.clone();
+        let handle = std::thread::Builder::new()
+            .name("store-commit".into())
+            .spawn(move || {
+                run.file
+                    .sync_all()
+                    .map_err(io_failed("syncing a run", &run.path))?;
+                manifest.write(&dir)
+            })
+            .map_err(io_failed("starting the commit thread", &self.dir))?;
+        let before = std::mem::replace(&mut self.current, Arc::new(version));
+        self.committing = Some(Committing { before, handle });
+        self.next_run = next_run;
+        Ok(())
+    }
+
     /// Merges a batch of observations and returns what it did once the batch is durable (its
-    /// run synced and named in the synced manifest).
+    /// run synced and named in the synced manifest) — or, on a store acknowledging one behind
+    /// ([`Self::acknowledge_one_behind`]), once its run is written and every batch before it
+    /// is durable. The same holds for every `apply_*` method.
     ///
     /// Observations are merged by the current-observation rule, in the order given within
     /// each host and name; the outcome does not depend on that order, nor on the order of
@@ -1728,19 +1830,27 @@ impl DurableStore {
                 written.domain_scans.push(name);
             }
             let Some(out) = out.take() else {
-                return Ok(());
+                // Nothing written: acknowledged as soon as the batches before it are.
+                return self.settle_previous();
             };
-            let run = out.finish(0)?;
+            let sync = if self.behind {
+                Syncing::ByCommit
+            } else {
+                Syncing::Now
+            };
+            let run = out.finish(0, sync)?;
             let mut runs = version.runs.clone();
             runs.push(Arc::new(run));
+            let version = Version {
+                generation: version.generation + 1,
+                runs,
+            };
+            if self.behind {
+                // Named by the commit's manifest; on an error before it starts, removed.
+                return self.commit_behind(version, id + 1);
+            }
             named = true;
-            self.install(
-                Version {
-                    generation: version.generation + 1,
-                    runs,
-                },
-                id + 1,
-            )
+            self.install(version, id + 1)
         })();
         if let Err(e) = result {
             written.hosts.truncate(written_before.0);
@@ -1757,14 +1867,10 @@ impl DurableStore {
     }
 
     /// Makes `version` the store's state: writes its manifest (atomically, synced) and only
-    /// then takes it as current.
+    /// then takes it as current. No commit is in flight (its manifest would race this one).
     fn install(&mut self, version: Version, next_run: u64) -> Result<(), StoreError> {
-        Manifest {
-            generation: version.generation,
-            next_run,
-            runs: version.runs.iter().map(|r| (r.id, r.tier)).collect(),
-        }
-        .write(&self.dir)?;
+        debug_assert!(self.committing.is_none(), "a commit is in flight");
+        Manifest::of(&version, next_run).write(&self.dir)?;
         self.current = Arc::new(version);
         self.next_run = next_run;
         Ok(())
@@ -1798,19 +1904,14 @@ impl DurableStore {
             self.take_merge(self.merging.len() - 1)?;
             self.merge_waits += since.elapsed();
         }
-        let runs = &self.current.runs;
-        // The runs after the newest merge's inputs (the ones it does not read).
-        let free = self.merging.last().map_or(0, |m| {
-            let last = m.inputs.last().expect("a merge has inputs").id;
-            runs.iter()
-                .position(|r| r.id == last)
-                .expect("the runs of a merge in flight stay in the store")
-                + 1
-        });
-        let Some((from, tier)) = merge_candidate(&runs[free..]) else {
+        // A merge reads committed runs only: one due waits for the commit in flight.
+        if self.committing.is_some() && self.next_merge().is_some() {
+            self.settle_previous()?;
+        }
+        let Some((from, tier)) = self.next_merge() else {
             return Ok(());
         };
-        let inputs: Vec<Arc<Run>> = runs[free + from..].to_vec();
+        let inputs: Vec<Arc<Run>> = self.current.runs[from..].to_vec();
         let (dir, id) = (self.dir.clone(), self.next_run);
         // The merged run's number is taken now: above every input's and below every later
         // batch's, so the manifest keeps its runs in ascending order.
@@ -1824,6 +1925,20 @@ impl DurableStore {
         Ok(())
     }
 
+    /// The merge due among the runs after the newest merge's inputs (the ones it does not
+    /// read), if any: where its inputs start in the store's runs, and the merged run's tier.
+    fn next_merge(&self) -> Option<(usize, u32)> {
+        let runs = &self.current.runs;
+        let free = self.merging.last().map_or(0, |m| {
+            let last = m.inputs.last().expect("a merge has inputs").id;
+            runs.iter()
+                .position(|r| r.id == last)
+                .expect("the runs of a merge in flight stay in the store")
+                + 1
+        });
+        merge_candidate(&runs[free..]).map(|(from, tier)| (free + from, tier))
+    }
+
     /// How long batches have waited, since the store was opened, for a merge in flight to
     /// finish because [`MAX_RUNS`] runs had piled up behind it: the part of applying batches
     /// that the disk, not the batches, decides.
@@ -1833,6 +1948,8 @@ impl DurableStore {
 
     /// Waits for merge `i` of those in flight and takes its run in place of its inputs.
     fn take_merge(&mut self, i: usize) -> Result<(), StoreError> {
+        // Its manifest follows the commit in flight's.
+        self.settle_previous()?;
         let Merging { inputs, handle } = self.merging.remove(i);
         let merged = handle.join().unwrap_or_else(|_| {
             Err(StoreError::Io {
@@ -1878,8 +1995,9 @@ impl DurableStore {
         Ok(())
     }
 
-    /// One consistent read view of the store as of the last acknowledged batch; batches
-    /// applied later are not seen by it. It keeps the run files it reads open, so they stay
+    /// One consistent read view of the store as of the last batch applied (on a store
+    /// acknowledging one behind, with the batch whose commit is in flight); batches applied
+    /// later are not seen by it. It keeps the run files it reads open, so they stay
     /// readable after a merge removes them (their disk space is returned when the last
     /// snapshot holding them is dropped: in a server, at the next full rebuild).
     pub fn snapshot(&self) -> Result<StoreSnapshot, StoreError> {
@@ -1955,7 +2073,7 @@ fn merge_into(dir: &Path, id: u64, runs: &[Arc<Run>], tier: u32) -> Result<Run, 
             let name = names.get(at).expect("the walk yields positions of the run");
             out.name(name, bytes)?;
         }
-        let run = out.finish(tier)?;
+        let run = out.finish(tier, Syncing::Now)?;
         // Made here, on the merge's thread, rather than by the first batch that reads it.
         run.host_filter();
         run.name_filter();
@@ -1979,6 +2097,21 @@ fn release(runs: Vec<Arc<Run>>) {
         .spawn(move || drop(runs));
 }
 
+/// The commit of a batch acknowledged one behind, on a thread of its own (see
+/// [`DurableStore::acknowledge_one_behind`]): its run synced, then a manifest naming it
+/// written. `before` is the store's state without the batch, taken back if the commit fails.
+struct Committing {
+    before: Arc<Version>,
+    handle: std::thread::JoinHandle<Result<(), StoreError>>,
+}
+
+/// Whether a run file is synced as it is finished, or later by the commit that names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Syncing {
+    Now,
+    ByCommit,
+}
+
 /// A merge of runs on a thread of its own: its inputs (the runs from where it started to the
 /// newest then) and the thread, which returns the merged run.
 struct Merging {
@@ -1988,6 +2121,8 @@ struct Merging {
 
 impl Drop for DurableStore {
     fn drop(&mut self) {
+        // The commit in flight finished (or failed: the batch is then not stored).
+        let _ = self.settle();
         // Each merge taken in, or not (an error leaves its inputs as they were).
         while !self.merging.is_empty() {
             let _ = self.take_merge(0);
@@ -2057,6 +2192,15 @@ struct Manifest {
 }
 
 impl Manifest {
+    /// The manifest naming `version`'s runs.
+    fn of(version: &Version, next_run: u64) -> Self {
+        Self {
+            generation: version.generation,
+            next_run,
+            runs: version.runs.iter().map(|r| (r.id, r.tier)).collect(),
+        }
+    }
+
     fn parse(text: &str, dir: &Path) -> Result<Self, StoreError> {
         let path = dir.join(MANIFEST_FILE);
         let corrupt = |reason: String| StoreError::CorruptFile {
@@ -2415,7 +2559,7 @@ mod tests {
             for (i, len) in lens.iter().enumerate() {
                 out.host(HostKey((i as u128).to_be_bytes()), &record_bytes(i, *len)).unwrap();
             }
-            let run = out.finish(1).unwrap();
+            let run = out.finish(1, super::Syncing::Now).unwrap();
             let mut window = Window::direct(&run).unwrap();
             let every = 0..lens.len();
             let some = visits.iter().map(|v| v.index(lens.len()));
