@@ -19,7 +19,17 @@ from chdb import session
 
 def main(path: str) -> int:
     exchanges = [json.loads(line) for line in open(path, encoding="utf-8")]
-    sess = session.Session(tempfile.mkdtemp(prefix="periscope-chdb-"))
+    # chdb's data directory, removed when the replay ends.
+    with tempfile.TemporaryDirectory(prefix="periscope-chdb-") as data:
+        sess = session.Session(data)
+        try:
+            return replay(sess, exchanges)
+        finally:
+            sess.close()
+
+
+def replay(sess: "session.Session", exchanges: list) -> int:
+    """Replays `exchanges` on `sess`; returns the exit status."""
     compared = 0
     failures = 0
     for ex in exchanges:

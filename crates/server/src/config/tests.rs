@@ -20,13 +20,31 @@ fn no_env(_: &str) -> Option<String> {
     None
 }
 
+/// A configuration file in a directory of its own, removed when dropped.
+struct TestFile(PathBuf);
+
+impl std::ops::Deref for TestFile {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TestFile {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
 /// A configuration file with `text`, in a directory of its own.
-fn file(test: &str, text: &str) -> PathBuf {
+fn file(test: &str, text: &str) -> TestFile {
     let dir = std::env::temp_dir().join(format!("periscope-config-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("periscope.toml");
     std::fs::write(&path, text).unwrap();
-    path
+    TestFile(path)
 }
 
 /// The message of a failing load.
@@ -326,7 +344,7 @@ fn signin_proxy_header_and_acquire_timeout() {
 fn flags_override_the_environment() {
     let path = file("flags", "data = \"/from/file\"\n");
     let args = ConfigArgs {
-        config: Some(path),
+        config: Some(path.to_path_buf()),
         data: Some("/from/flag".into()),
         database_url: Some("postgres://flag@h/d".into()),
     };
@@ -483,7 +501,7 @@ fn index_section_from_file_and_environment() {
     );
     let secret = file("index-password", "\n");
     let mut c = Config::load(None, no_env).unwrap();
-    c.index.password_file = Some(secret.clone());
+    c.index.password_file = Some(secret.to_path_buf());
     let e = c.index.password().unwrap_err().to_string();
     assert!(e.contains("is empty"), "{e}");
     c.index.password = Some(Secret("x".into()));
