@@ -23,11 +23,12 @@
 //! A batch is acknowledged once it is on disk, and a process killed afterwards keeps it: the
 //! store acknowledges one behind ([`DurableStore::acknowledge_one_behind`]), its commit (the
 //! syncs) going on while the next batch is applied, so a batch is acknowledged when the next
-//! one's apply returns, or the store settled at the end. A killed run is completed by running the same command again, since
-//! re-applying an observation changes nothing (the current-observation rule of
-//! `docs/search-semantics.md`). Rejected lines do not stop the run; they are counted and the
-//! first [`SHOWN_REJECTIONS`] are printed in the summary. Progress goes to standard error: a
-//! progress bar on a terminal, a plain line every [`PLAIN_INTERVAL`] otherwise.
+//! one's apply returns, or the store settled at the end. A killed run is completed by running
+//! the same command again, since re-applying an observation changes nothing (the
+//! current-observation rule of `docs/search-semantics.md`). Rejected lines do not stop the
+//! run; they are counted and the first [`SHOWN_REJECTIONS`] are printed in the summary.
+//! Progress goes to standard error: a progress bar on a terminal, a plain line every
+//! [`PLAIN_INTERVAL`] otherwise.
 //!
 //! **Beside a running server:** the store is locked by the process that has it open. When a
 //! `periscope serve` holds it, the batches go to that server over its ingest socket
@@ -888,10 +889,11 @@ fn apply_batches(
     if let Target::Store(store) = &mut target {
         if let Some((size, done)) = committing {
             let since = Instant::now();
-            store
-                .settle()
-                .map_err(store_error)
-                .with_context(|| format!("committing batch {}", group(tally.batches + 1)))?;
+            if let Err(e) = store.settle() {
+                progress.failed.store(true, Ordering::Relaxed);
+                return Err(store_error(e))
+                    .with_context(|| format!("committing batch {}", group(tally.batches + 1)));
+            }
             tally.busy += since.elapsed();
             acknowledge(&mut tally, progress, size, &done, log);
         }
