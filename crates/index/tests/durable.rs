@@ -133,6 +133,17 @@ fn in_memory(observations: &[Observation]) -> State {
     }
 }
 
+/// `observations` in an order drawn from `order` (a proptest's random words).
+fn shuffled(observations: &[Observation], order: &[u64]) -> Vec<Observation> {
+    let mut keyed: Vec<(u64, Observation)> = observations
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (order[i % order.len()].wrapping_mul(i as u64 + 1), o.clone()))
+        .collect();
+    keyed.sort_by_key(|(k, _)| *k);
+    keyed.into_iter().map(|(_, o)| o).collect()
+}
+
 fn apply_in_batches(store: &mut DurableStore, observations: &[Observation], size: usize) {
     for batch in observations.chunks(size) {
         store.apply_batch(batch).unwrap();
@@ -458,13 +469,7 @@ proptest! {
         size in 1usize..200,
     ) {
         let observations = synth(40, seed);
-        let mut shuffled: Vec<(u64, Observation)> = observations
-            .iter()
-            .enumerate()
-            .map(|(i, o)| (order[i % order.len()].wrapping_mul(i as u64 + 1), o.clone()))
-            .collect();
-        shuffled.sort_by_key(|(k, _)| *k);
-        let shuffled: Vec<Observation> = shuffled.into_iter().map(|(_, o)| o).collect();
+        let shuffled = shuffled(&observations, &order);
         let dir = TempDir::new(&format!("behind-prop-{seed}-{size}"));
         let batches: Vec<&[Observation]> = shuffled.chunks(size).collect();
         let (_, settled) = apply_behind(&dir, &batches);
@@ -603,13 +608,7 @@ proptest! {
         plain in 0usize..4,
     ) {
         let observations = synth(40, seed);
-        let mut shuffled: Vec<(u64, Observation)> = observations
-            .iter()
-            .enumerate()
-            .map(|(i, o)| (order[i % order.len()].wrapping_mul(i as u64 + 1), o.clone()))
-            .collect();
-        shuffled.sort_by_key(|(k, _)| *k);
-        let shuffled: Vec<Observation> = shuffled.into_iter().map(|(_, o)| o).collect();
+        let shuffled = shuffled(&observations, &order);
         encoded_matches_observations(
             &format!("prop-{seed}-{size}-{max}-{chunk}-{plain}"),
             &[observations, shuffled],

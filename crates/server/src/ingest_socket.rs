@@ -426,6 +426,7 @@ mod tests {
     #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
     use super::*;
+    use crate::scratch::Scratch;
     use periscope_index::IndexConfig;
 
     const NOW: i64 = 1_795_000_000; // 2026-11-18
@@ -437,30 +438,8 @@ mod tests {
         )
     }
 
-    /// A directory of the test's own, removed when dropped.
-    struct Scratch(PathBuf);
-
-    impl std::ops::Deref for Scratch {
-        type Target = Path;
-        fn deref(&self) -> &Path {
-            &self.0
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-
     fn scratch(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "periscope-ingest-socket-{name}-{}",
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
+        Scratch::new(&format!("ingest-socket-{name}"))
     }
 
     /// A server on `dir` whose clock says `server_now`; returns the index and the runtime

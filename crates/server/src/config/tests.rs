@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use super::*;
+use crate::scratch::Scratch;
 
 /// A fake environment.
 fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -20,31 +21,25 @@ fn no_env(_: &str) -> Option<String> {
     None
 }
 
-/// A configuration file in a directory of its own, removed when dropped.
-struct TestFile(PathBuf);
+/// A configuration file in a directory of its own (removed when dropped).
+struct TestFile {
+    _dir: Scratch,
+    path: PathBuf,
+}
 
 impl std::ops::Deref for TestFile {
     type Target = Path;
     fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TestFile {
-    fn drop(&mut self) {
-        if let Some(dir) = self.0.parent() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
+        &self.path
     }
 }
 
 /// A configuration file with `text`, in a directory of its own.
 fn file(test: &str, text: &str) -> TestFile {
-    let dir = std::env::temp_dir().join(format!("periscope-config-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new(&format!("config-{test}"));
     let path = dir.join("periscope.toml");
     std::fs::write(&path, text).unwrap();
-    TestFile(path)
+    TestFile { _dir: dir, path }
 }
 
 /// The message of a failing load.
