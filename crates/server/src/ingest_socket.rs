@@ -426,8 +426,8 @@ mod tests {
     #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
     use super::*;
-    use crate::scratch::Scratch;
     use periscope_index::IndexConfig;
+    use periscope_testkit::Scratch;
 
     const NOW: i64 = 1_795_000_000; // 2026-11-18
 

@@ -41,8 +41,6 @@ pub mod clickhouse;
 pub mod config;
 pub mod ingest_socket;
 pub mod lines;
-#[cfg(test)]
-mod scratch;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,8 +1,10 @@
-//! What the test suites that start real servers (ClickHouse, PostgreSQL, sshd, nginx, SMTP
-//! servers, an OpenID Connect provider) share: [`free_port`], a loopback port for a server a
-//! test starts on a port it names. A dev-dependency only; nothing of the product uses it.
+//! What the test suites share: [`free_port`], a loopback port for a server a test starts on a
+//! port it names (ClickHouse, PostgreSQL, sshd, nginx, SMTP servers, an OpenID Connect
+//! provider), and [`Scratch`], a temporary directory of a test's own that is removed when
+//! dropped. A dev-dependency only; nothing of the product uses it.
 
 use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A loopback TCP port that is free now and that the kernel does not hand out on its own: one
@@ -63,5 +65,37 @@ mod tests {
             TcpListener::bind(("127.0.0.1", *port))
                 .unwrap_or_else(|e| panic!("{port} was handed out but cannot be bound: {e}"));
         }
+    }
+}
+
+/// A directory of a test's own under the system temporary directory, removed with what it
+/// holds when dropped.
+#[derive(Debug)]
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// A new, empty `periscope-{name}-{pid}` directory (one left by an earlier process of the
+    /// same id is emptied first).
+    ///
+    /// # Panics
+    /// When the directory cannot be created.
+    pub fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("periscope-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temporary directory can be created");
+        Self(dir)
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::*;
-use crate::scratch::Scratch;
+use periscope_testkit::Scratch;
 
 /// A fake environment.
 fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
