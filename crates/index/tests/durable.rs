@@ -325,6 +325,77 @@ fn many_batches_merge_runs_and_keep_every_record() {
     }
 }
 
+/// The files under `dir` that this process holds open though their names were removed, as
+/// `/proc/self/fd` shows them (`PATH (deleted)`).
+fn removed_but_open(dir: &Path) -> Vec<String> {
+    let prefix = dir.to_string_lossy().into_owned();
+    let mut held: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        // A descriptor another test closes meanwhile has no link to read: not ours.
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|target| target.to_string_lossy().into_owned())
+        .filter(|target| target.starts_with(&prefix) && target.ends_with(" (deleted)"))
+        .collect();
+    held.sort();
+    held
+}
+
+/// [`removed_but_open`] once it is empty, or after ten seconds: merged runs are closed on a
+/// thread of their own, a moment after the merge is taken in.
+fn removed_but_open_after_release(dir: &Path) -> Vec<String> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let held = removed_but_open(dir);
+        if held.is_empty() || Instant::now() > deadline {
+            return held;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn merged_runs_are_closed_once_taken_in_unless_a_snapshot_holds_them() {
+    let observations = synth(400, 19);
+    let batches: Vec<&[Observation]> = observations
+        .chunks(observations.len() / (4 * FANOUT) + 1)
+        .collect();
+    let (first, second) = batches.split_at(batches.len() / 2);
+    let dir = TempDir::new("release");
+    let mut store = DurableStore::open(&dir.store()).unwrap();
+    for batch in first {
+        store.apply_batch(batch).unwrap();
+    }
+    store.finish_merges().unwrap();
+    assert!(run_files(&dir.store()).len() < first.len(), "no merge ran");
+    assert_eq!(removed_but_open_after_release(&dir.0), Vec::<String>::new());
+
+    // The runs a snapshot reads stay open while it lives, merged away or not.
+    let snapshot = store.snapshot().unwrap();
+    let runs_read = run_files(&dir.store());
+    for batch in second {
+        store.apply_batch(batch).unwrap();
+    }
+    store.finish_merges().unwrap();
+    let held = removed_but_open(&dir.0);
+    let merged_away: Vec<String> = runs_read
+        .iter()
+        .filter(|run| !run.exists())
+        .map(|run| format!("{} (deleted)", run.display()))
+        .collect();
+    assert!(
+        !merged_away.is_empty(),
+        "no run the snapshot reads was merged"
+    );
+    assert_eq!(held, merged_away);
+    assert_eq!(
+        snapshot.hosts().unwrap().count(),
+        in_memory(&first.concat()).hosts.len()
+    );
+    drop(snapshot);
+    assert_eq!(removed_but_open_after_release(&dir.0), Vec::<String>::new());
+    assert_eq!(state(&store), in_memory(&observations));
+}
+
 #[test]
 fn a_drained_batch_stores_what_a_borrowed_one_does() {
     let observations = synth(300, 9);
