@@ -860,8 +860,13 @@ fn apply_batches(
             Ok(done) => done,
             Err(e) => {
                 progress.failed.store(true, Ordering::Relaxed);
-                // The batch before it is acknowledged if its commit went through.
+                // The batch before it is acknowledged if its commit went through: not when
+                // the error is that commit's failure, else once the commit settles.
+                let previous_failed = e
+                    .downcast_ref::<StoreError>()
+                    .is_some_and(|e| matches!(e, StoreError::PreviousCommit { .. }));
                 if let (Target::Store(store), Some((size, done))) = (&mut target, committing)
+                    && !previous_failed
                     && store.settle().is_ok()
                 {
                     acknowledge(&mut tally, progress, size, &done, log);

@@ -1,8 +1,9 @@
 //! End-to-end tests of `periscope ingest`: a synthetic dataset ingested from a file, from gzip
 //! and from standard input gives the same store; the summary agrees with `periscope validate`;
 //! re-ingesting applies nothing; bad lines are reported and skipped; a missing file or a bad
-//! `--batch` exits with 2; and an ingest killed with SIGKILL keeps its acknowledged batches and
-//! is completed by running it again. The data directory ingest creates is private (0700).
+//! `--batch` exits with 2; an ingest killed with SIGKILL keeps its acknowledged batches and
+//! is completed by running it again; one whose commit fails stops, says why and keeps exactly
+//! what it acknowledged. The data directory ingest creates is private (0700).
 
 mod common;
 
@@ -401,5 +402,112 @@ fn killed_ingest_keeps_acknowledged_batches_and_completes_on_rerun() {
         (complete, scans),
         contents(&clean),
         "killed + rerun differs from one clean ingest"
+    );
+}
+
+/// The total of the last `--log-batches` line (`ingest: batch 7 acknowledged: 50 observations,
+/// 350 in all`), or 0 when no batch was acknowledged.
+fn acknowledged_in_all(log: &str) -> u64 {
+    log.lines()
+        .filter(|line| line.starts_with("ingest: batch ") && line.contains(" acknowledged: "))
+        .last()
+        .map_or(0, |line| {
+            let (_, total) = line.rsplit_once(", ").expect("a total");
+            count(total, "")
+        })
+}
+
+#[test]
+fn a_failed_commit_stops_ingest_and_keeps_exactly_what_it_acknowledged() {
+    let dir = scratch("ingest-failed-commit");
+    let file = dataset(&dir, 5000);
+    let input = std::fs::read(&file).expect("read");
+    // Half the input: more than the reader holds before it hands on its first chunks, so that
+    // batches are applied before the rest comes.
+    let head = input[..input.len() / 2]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .expect("a line end")
+        + 1;
+    let data = dir.join("data");
+    let args = ["ingest", "--data", path_str(&data), "--batch", "50"];
+    let mut child = command(&[&args[..], &["--log-batches", "-"]].concat())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(&input[..head]).expect("write stdin");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut log = String::new();
+    for line in stderr.by_ref() {
+        let line = line.expect("stderr is text");
+        log.push_str(&line);
+        log.push('\n');
+        if line.starts_with("ingest: batch 1 acknowledged") {
+            break;
+        }
+    }
+    assert!(
+        acknowledged_in_all(&log) > 0,
+        "no batch acknowledged: {log}"
+    );
+    // A directory where the next manifest is written: the next commit cannot write it.
+    let obstacle = data.join("scan.store").join("MANIFEST.tmp");
+    std::fs::create_dir(&obstacle).expect("the obstacle");
+    let rest = input[head..].to_vec();
+    // The ingest stops reading once the commit fails: the rest may not all be taken.
+    let writer = std::thread::spawn(move || drop(stdin.write_all(&rest)));
+    for line in stderr {
+        log.push_str(&line.expect("stderr is text"));
+        log.push('\n');
+    }
+    let status = child.wait().expect("wait");
+    writer.join().expect("the writer");
+    assert_eq!(status.code(), Some(2), "{log}");
+    assert!(
+        log.contains("writing the manifest") && log.contains("MANIFEST.tmp"),
+        "the error does not say what failed: {log}"
+    );
+    let acknowledged = acknowledged_in_all(&log);
+    assert_eq!(
+        count(&log, "ingest stopped after"),
+        acknowledged,
+        "the error and the log disagree on what was acknowledged: {log}"
+    );
+    assert!(
+        acknowledged < input.split(|b| *b == b'\n').count() as u64,
+        "every observation acknowledged: the commit never failed: {log}"
+    );
+
+    // The store holds exactly the acknowledged observations: the first lines, as many.
+    std::fs::remove_dir(&obstacle).expect("the obstacle removed");
+    let lines = usize::try_from(acknowledged).expect("a count");
+    let prefix_end = input
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(lines - 1)
+        .map(|(at, _)| at + 1)
+        .expect("as many lines");
+    let prefix = dir.join("prefix.jsonl");
+    std::fs::write(&prefix, &input[..prefix_end]).expect("write");
+    let clean_prefix = dir.join("clean-prefix");
+    ingest(&clean_prefix, &[path_str(&prefix)]);
+    assert_eq!(
+        contents(&data),
+        contents(&clean_prefix),
+        "the store is not the {acknowledged} observations acknowledged"
+    );
+
+    // Run again, it completes the ingest.
+    ingest(&data, &[&args[3..], &[path_str(&file)]].concat());
+    let clean = dir.join("clean");
+    ingest(&clean, &[path_str(&file)]);
+    assert_eq!(
+        contents(&data),
+        contents(&clean),
+        "failed + rerun differs from one clean ingest"
     );
 }
