@@ -409,8 +409,7 @@ fn killed_ingest_keeps_acknowledged_batches_and_completes_on_rerun() {
 /// 350 in all`), or 0 when no batch was acknowledged.
 fn acknowledged_in_all(log: &str) -> u64 {
     log.lines()
-        .filter(|line| line.starts_with("ingest: batch ") && line.contains(" acknowledged: "))
-        .last()
+        .rfind(|line| line.starts_with("ingest: batch ") && line.contains(" acknowledged: "))
         .map_or(0, |line| {
             let (_, total) = line.rsplit_once(", ").expect("a total");
             count(total, "")
