@@ -452,9 +452,17 @@ fn a_failed_commit_stops_ingest_and_keeps_exactly_what_it_acknowledged() {
         acknowledged_in_all(&log) > 0,
         "no batch acknowledged: {log}"
     );
-    // A directory where the next manifest is written: the next commit cannot write it.
+    // A directory where the next manifest is written: the next commit cannot write it. (A
+    // commit writing its manifest there now holds the name until it renames the file.)
     let obstacle = data.join("scan.store").join("MANIFEST.tmp");
-    std::fs::create_dir(&obstacle).expect("the obstacle");
+    while let Err(e) = std::fs::create_dir(&obstacle) {
+        assert_eq!(
+            e.kind(),
+            std::io::ErrorKind::AlreadyExists,
+            "the obstacle: {e}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     let rest = input[head..].to_vec();
     // The ingest stops reading once the commit fails: the rest may not all be taken.
     let writer = std::thread::spawn(move || drop(stdin.write_all(&rest)));
