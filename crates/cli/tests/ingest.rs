@@ -437,7 +437,17 @@ fn a_failed_commit_stops_ingest_and_keeps_exactly_what_it_acknowledged() {
         .spawn()
         .expect("the binary runs");
     let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(&input[..head]).expect("write stdin");
+    let (obstacle_made, obstacle_in_place) = std::sync::mpsc::channel::<()>();
+    let fed = input.clone();
+    // The head, then the rest once the obstacle is in place — or after a minute, so that a
+    // run that never acknowledges a batch ends (and the test fails) instead of waiting for
+    // input. The ingest stops reading once the commit fails: the rest may not all be taken.
+    let writer = std::thread::spawn(move || {
+        if stdin.write_all(&fed[..head]).is_ok() {
+            let _ = obstacle_in_place.recv_timeout(std::time::Duration::from_secs(60));
+            let _ = stdin.write_all(&fed[head..]);
+        }
+    });
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
     let mut log = String::new();
     for line in stderr.by_ref() {
@@ -463,9 +473,7 @@ fn a_failed_commit_stops_ingest_and_keeps_exactly_what_it_acknowledged() {
         );
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    let rest = input[head..].to_vec();
-    // The ingest stops reading once the commit fails: the rest may not all be taken.
-    let writer = std::thread::spawn(move || drop(stdin.write_all(&rest)));
+    let _ = obstacle_made.send(());
     for line in stderr {
         log.push_str(&line.expect("stderr is text"));
         log.push('\n');
