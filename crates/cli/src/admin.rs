@@ -30,7 +30,7 @@ use periscope_state::{
     State, UtcDay,
 };
 
-use crate::config::ConfigArgs;
+use crate::config::{ConfigArgs, StateFlags};
 use crate::synth::{group, now};
 
 /// Reports listed by `reports` unless `--limit` says otherwise.
@@ -50,7 +50,7 @@ const DEFAULT_AUDIT: u32 = 50;
 )]
 pub(crate) struct Args {
     #[command(flatten)]
-    config: ConfigArgs,
+    config: ConfigArgs<StateFlags>,
     #[command(subcommand)]
     command: Command,
 }

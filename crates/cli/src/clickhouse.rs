@@ -11,7 +11,6 @@
 //! refused by every command, never read as if it were this version.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -20,7 +19,7 @@ use periscope_server::clickhouse::{
     NodeSchema, check_schema, cluster_servers, expected_tables, node_schema,
 };
 
-use crate::config::{CONFIG_FILE_ENV, Config, IndexSettings, process_env};
+use crate::config::{Config, ConfigArgs, IndexFlags, IndexSettings};
 use crate::synth::group;
 
 /// `periscope clickhouse …`.
@@ -45,17 +44,12 @@ pub(crate) enum Command {
     docs/configuration.md ([index]) and docs/ingest.md."
 )]
 pub(crate) struct Args {
-    /// The ClickHouse index (overrides index.url of --config and PERISCOPE_INDEX_URL).
-    #[arg(long, value_name = "URL")]
-    index: Option<String>,
     /// Another server of the cluster, as clickhouse://HOST:PORT (the database and cluster
     /// are the index URL's); once per server.
     #[arg(long = "node", value_name = "URL")]
     nodes: Vec<String>,
-    /// Configuration file (TOML) whose index.url names the index; see
-    /// docs/configuration.md.
-    #[arg(long, value_name = "FILE", env = CONFIG_FILE_ENV)]
-    config: Option<PathBuf>,
+    #[command(flatten)]
+    config: ConfigArgs<IndexFlags>,
 }
 
 /// Runs `periscope clickhouse …`.
@@ -64,18 +58,6 @@ pub(crate) fn run(command: &Command) -> Result<ExitCode> {
         Command::Init(args) => init(args),
         Command::Status(args) => status(args),
     }
-}
-
-/// The configuration with `--index` applied, and the index location it names.
-pub(crate) fn configured(
-    config_file: Option<&std::path::Path>,
-    index: Option<&str>,
-) -> Result<Config> {
-    let mut config = Config::load(config_file, process_env)?;
-    if let Some(url) = index {
-        config.apply_flag("index.url", "--index", url)?;
-    }
-    Ok(config)
 }
 
 fn location_of(config: &Config) -> Result<Location> {
@@ -108,7 +90,7 @@ pub(crate) fn connect(config: &Config) -> Result<(Location, ClickHouseIndex)> {
 
 /// The index location, the location of each node (the index's first), and a client of each.
 fn nodes(args: &Args) -> Result<(Location, Vec<(Location, Client)>)> {
-    let config = configured(args.config.as_deref(), args.index.as_deref())?;
+    let config = args.config.load()?;
     let location = location_of(&config)?;
     let mut nodes = vec![location.clone()];
     for node in &args.nodes {

@@ -4,8 +4,7 @@
 //!
 //! It also holds what `ingest` and `convert` share about scanner formats: the `--format` and
 //! `--port` arguments ([`ImportArgs`]), telling an input's format ([`resolve_format`]), the
-//! enrichment arguments and their configuration ([`EnrichArgs`]: `--config`, `[enrich]`,
-//! `--geoip-city`, `--geoip-asn`, `--asn-table`), the one step every observation passes
+//! one step every observation passes
 //! before it is stored or written ([`Prepare`]: enrichment), the error for an input of which nothing could be
 //! read ([`nothing_read`]), and the lines that report what was not mapped
 //! ([`write_not_mapped`]).
@@ -22,7 +21,7 @@ use periscope_enrich::{EnrichStats, Enricher, Fill};
 use periscope_import::{Format, Importer, Item, Options, Tally, Zgrab2Ports};
 use periscope_model::observation::Observation;
 
-use crate::config::{CONFIG_FILE_ENV, Config, process_env};
+use crate::config::{Config, ConfigArgs, EnrichFlags};
 use crate::lines::open_input;
 use crate::synth::{group, now};
 
@@ -105,54 +104,6 @@ pub(crate) fn resolve_format(
     })
 }
 
-/// The enrichment arguments `ingest` and `convert` share: the configuration file (its
-/// `[enrich]` section, and for `ingest` its `data`) and the flags that override it.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub(crate) struct EnrichArgs {
-    /// Configuration file (TOML) whose `[enrich]` section names the GeoIP and ASN files (and,
-    /// for ingest, whose `data` names the data directory); see docs/configuration.md.
-    #[arg(long, value_name = "FILE", env = CONFIG_FILE_ENV, help_heading = "Enrichment")]
-    pub config: Option<PathBuf>,
-    /// A MaxMind DB file with locations (GeoLite2/GeoIP2 City or Country, DB-IP, IPinfo
-    /// Lite): fills host.location of observations that carry none (overrides
-    /// enrich.geoip_city and PERISCOPE_ENRICH_GEOIP_CITY).
-    #[arg(long, value_name = "FILE", help_heading = "Enrichment")]
-    pub geoip_city: Option<String>,
-    /// A MaxMind DB file with autonomous systems (GeoLite2 ASN, DB-IP ASN, IPinfo Lite):
-    /// fills host.asn.network and the provider (overrides enrich.geoip_asn and
-    /// PERISCOPE_ENRICH_GEOIP_ASN).
-    #[arg(long, value_name = "FILE", help_heading = "Enrichment")]
-    pub geoip_asn: Option<String>,
-    /// An iptoasn TSV table (range_start range_end asn country organisation, plain or gzip),
-    /// asked for ASNs after --geoip-asn (overrides enrich.asn_table and
-    /// PERISCOPE_ENRICH_ASN_TABLE).
-    #[arg(long, value_name = "FILE", help_heading = "Enrichment")]
-    pub asn_table: Option<String>,
-}
-
-impl EnrichArgs {
-    /// The configuration: defaults, `--config` (or `PERISCOPE_CONFIG`), the environment, then
-    /// these flags (and `--data` when given), checked whole before anything is read.
-    pub(crate) fn load(&self, data: Option<&str>) -> Result<Config> {
-        let mut config = Config::load(self.config.as_deref(), process_env)?;
-        for (key, flag, value) in [
-            ("data", "--data", data),
-            (
-                "enrich.geoip_city",
-                "--geoip-city",
-                self.geoip_city.as_deref(),
-            ),
-            ("enrich.geoip_asn", "--geoip-asn", self.geoip_asn.as_deref()),
-            ("enrich.asn_table", "--asn-table", self.asn_table.as_deref()),
-        ] {
-            if let Some(value) = value {
-                config.apply_flag(key, flag, value)?;
-            }
-        }
-        Ok(config)
-    }
-}
-
 /// The step every observation passes between reading and storing (or writing): enrichment
 /// (`crates/enrich`) of service observations that carry no location or ASN, with the files
 /// of `[enrich]` or the flags. An observation it changed is written again with
@@ -169,12 +120,13 @@ impl Prepare {
     /// missing or unreadable file, or one of the wrong kind, is an error naming the setting
     /// and the file. No file named: nothing is enriched.
     pub(crate) fn open(config: &Config) -> Result<Self> {
-        if config.enrich.is_empty() {
+        let files = config.enrich.files();
+        if files.is_empty() {
             return Ok(Self::default());
         }
         // The error's text already ends with the system's reason: its source chain is not
         // kept (main prints the chain, which would say it twice).
-        let enricher = Enricher::open(&config.enrich)
+        let enricher = Enricher::open(&files)
             .map_err(|e| anyhow!("{e}; nothing was read (set in [enrich], PERISCOPE_ENRICH_* or --geoip-city, --geoip-asn, --asn-table)"))?;
         Ok(Self {
             enricher: Some(enricher),
@@ -269,7 +221,7 @@ pub(crate) struct Args {
     #[command(flatten)]
     import: ImportArgs,
     #[command(flatten)]
-    enrich: EnrichArgs,
+    config: ConfigArgs<EnrichFlags>,
     /// Write to this file instead of standard output.
     #[arg(long, short, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -279,7 +231,7 @@ pub(crate) struct Args {
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     let options = args.import.options()?;
     // The enrichment files are opened and checked before any input is read.
-    let mut prepare = Prepare::open(&args.enrich.load(None)?)?;
+    let mut prepare = Prepare::open(&args.config.load()?)?;
     let out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(
             File::create(path).with_context(|| format!("cannot create {}", path.display()))?,

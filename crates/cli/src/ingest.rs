@@ -69,9 +69,8 @@ use periscope_synth::{SynthConfig, SynthStats, write_dataset};
 use periscope_enrich::EnrichStats;
 use periscope_import::{Format, Item, Tally};
 
-use crate::convert::{
-    EnrichArgs, ImportArgs, Prepare, nothing_read, resolve_format, write_not_mapped,
-};
+use crate::config::{ConfigArgs, IngestFlags};
+use crate::convert::{ImportArgs, Prepare, nothing_read, resolve_format, write_not_mapped};
 use crate::ingest_socket::{FRAME_TARGET, ServerConnection};
 use crate::lines::{Parsed, Rejection, open_input};
 use crate::synth::{group, now};
@@ -110,15 +109,6 @@ pub(crate) struct Args {
     /// Censys), optionally gzip-compressed; '-' reads standard input.
     #[arg(value_name = "FILE", required = true)]
     files: Vec<PathBuf>,
-    /// Data directory, created when missing; the store is DIR/scan.store (overrides `data` of
-    /// --config and PERISCOPE_DATA) [default: ./data].
-    #[arg(long, value_name = "DIR", conflicts_with = "index")]
-    data: Option<String>,
-    /// Write to the ClickHouse scan index at URL (clickhouse://HOST:PORT/DATABASE, optionally
-    /// ?cluster=NAME) instead of the embedded store (overrides index.url of --config and
-    /// PERISCOPE_INDEX_URL); its schema must exist (periscope clickhouse init).
-    #[arg(long, value_name = "URL")]
-    index: Option<String>,
     /// Observations per batch (one durable run of the store each), 1 to 1,000,000.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH, value_parser = parse_batch)]
     batch: usize,
@@ -129,7 +119,7 @@ pub(crate) struct Args {
     #[command(flatten)]
     import: ImportArgs,
     #[command(flatten)]
-    enrich: EnrichArgs,
+    config: ConfigArgs<IngestFlags>,
 }
 
 /// Parses `--batch`: digits (`_` allowed), 1 to [`MAX_BATCH`].
@@ -302,14 +292,11 @@ type StoreResult = Result<(Target, StoreTally)>;
 
 /// Runs `periscope ingest`.
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
-    let mut config = args.enrich.load(args.data.as_deref())?;
-    if let Some(url) = &args.index {
-        config.apply_flag("index.url", "--index", url)?;
-    }
-    if config.index.url.is_some() && args.data.is_some() {
+    let config = args.config.load()?;
+    if config.index.url.is_some() && args.config.given("data") {
         return Err(anyhow!(
-            "--data names the embedded store, but the index is ClickHouse ([index] url or \
-             PERISCOPE_INDEX_URL): give one of them"
+            "--data names the embedded store, but the index is ClickHouse (--index, [index] \
+             url or PERISCOPE_INDEX_URL): give one of them"
         ));
     }
     // The enrichment files are opened and checked before any input is read.

@@ -20,7 +20,7 @@ use periscope_server::{DEMO_EMAIL, Options, Server};
 use periscope_service::Clock as _;
 use periscope_synth::SynthConfig;
 
-use crate::config::{Config, ConfigArgs, LogFormat};
+use crate::config::{Config, ConfigArgs, LogFormat, ServeFlags};
 use crate::ingest::{DEFAULT_BATCH, STORE_FILE, ingest_synthetic};
 use crate::synth::group;
 
@@ -41,10 +41,7 @@ const DEMO_HOSTS: u64 = 200_000;
 )]
 pub(crate) struct Args {
     #[command(flatten)]
-    config: ConfigArgs,
-    /// Address to listen on (overrides `listen` and PERISCOPE_LISTEN) [default: 127.0.0.1:8080].
-    #[arg(long, value_name = "ADDR")]
-    listen: Option<String>,
+    config: ConfigArgs<ServeFlags>,
     /// On an empty data directory, generate and ingest demo data and create a demo key.
     #[arg(long)]
     demo: bool,
@@ -56,10 +53,7 @@ pub(crate) struct Args {
 
 /// Runs `periscope serve`.
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
-    let mut config = args.config.load()?;
-    if let Some(listen) = &args.listen {
-        config.apply_flag("listen", "--listen", listen)?;
-    }
+    let config = args.config.load()?;
     init_logging(config.log_format)?;
     let demo = args.demo.then_some(args.demo_hosts);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -16,7 +16,7 @@ use anyhow::{Context, Result, anyhow};
 use periscope_signin::{ClientConfig, Config as SignInConfig, SignIn};
 use periscope_web::WebConfig;
 
-use crate::config::ConfigArgs;
+use crate::config::{ConfigArgs, StateFlags};
 use crate::serve::{
     WEB_CLIENT_ID, apply_signin_settings, init_logging, mail_config, shutdown_signal,
     web_client_secret,
@@ -31,7 +31,7 @@ use crate::serve::{
 )]
 pub(crate) struct Args {
     #[command(flatten)]
-    config: ConfigArgs,
+    config: ConfigArgs<StateFlags>,
     /// Address to listen on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
     listen: SocketAddr,

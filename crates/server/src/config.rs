@@ -4,35 +4,38 @@
 //! setting stops start-up with a message naming the key, where the value came from and what
 //! was expected.
 //!
-//! Every setting is declared once, below, with the `settings!` macro (`declare`): its doc, its
-//! field and type, its default, its expectation and its parser. The declaration generates the
-//! struct, its `Default` and the key table the file, the environment variables (`PERISCOPE_` +
-//! section + name in upper case joined with `_`) and the flags are applied through; the docs
-//! test checks `docs/configuration.md` against that table. The file is read with `toml`'s
-//! spanned document parser (`source`), so an unknown key or a bad value is reported with its
-//! line. [`Config::load`] takes the environment as a lookup function so tests pass a map
-//! instead of changing the process environment. User reference: `docs/configuration.md`.
+//! [`Config`] and its sections are plain structs that derive `serde::Deserialize` and, where a
+//! command has flags for them, `clap::Args`: each key is a field, its name in the file is the
+//! field's (or its `rename`), its variable is `PERISCOPE_` + section + name in upper case, its
+//! parser and expectation are its `deserialize_with` function (`parse`), its flag is its `#[arg]`
+//! (with the same parser), and its default is the struct's `Default`. The file and the
+//! environment reach the derived code through one deserializer (`layers`) that knows where
+//! each value came from, so an unknown key or a bad value is reported with its line or its
+//! variable; a command takes the flags it names ([`ConfigArgs`]) and applies them with the
+//! derived `update_from_arg_matches`. [`Config::load`] takes the environment as a lookup
+//! function so tests pass a map instead of changing the process environment. User reference:
+//! `docs/configuration.md`.
 
-#[macro_use]
-mod declare;
-mod source;
+mod layers;
+mod parse;
 #[cfg(test)]
 mod tests;
 
+use std::ffi::OsString;
+use std::marker::PhantomData;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use clap::parser::ValueSource;
+use clap::{Arg, ArgMatches, Command, FromArgMatches};
 use periscope_enrich::EnrichConfig;
 use periscope_index::IndexConfig;
 use periscope_state::{DEFAULT_CURSOR_LIFETIME_SECS, DailyLimit};
+use serde::Deserialize;
 
-use declare::{
-    COUNT, EnvSecret, Key, MILLIS, SECS, Section, dns_server, keys, list, millis, path, secs,
-    some_path, some_string, string, text, whole,
-};
-use source::Raw;
-pub use source::{ConfigError, Origin};
+pub use layers::{ConfigError, Origin};
+use layers::{File, Sources};
 
 /// The prefix of every environment variable that sets a key.
 pub const ENV_PREFIX: &str = "PERISCOPE_";
@@ -47,413 +50,366 @@ pub const INDEX_PASSWORD_ENV: &str = "PERISCOPE_INDEX_PASSWORD";
 pub const DEFAULT_INDEX_MEMORY_LIMIT_MB: u64 = 4096;
 /// The port a DNS server listens on when `dns.servers` names only an address.
 const DNS_PORT: u16 = 53;
-/// What a CA file key expects.
-const CA_FILE: &str = "the path of a PEM file of CA certificates";
+/// The help heading of the configuration's flags.
+const CONFIGURATION: &str = "Configuration";
 
-settings! {
-    /// Every setting of Periscope, validated.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    pub struct Config {
-        /// `listen`: the address `serve` listens on (default `127.0.0.1:8080`).
-        listen: SocketAddr {
-            flags: ["--listen"],
-            default: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            expect: "an IP address and port such as 127.0.0.1:8080 or [::1]:8080",
-            parse: text,
-        },
-        /// `data`: the data directory — scan store, index file and, without `database_url`,
-        /// the SQLite state database `state.db` (default `./data`, as `ingest` has always used).
-        data: PathBuf {
-            flags: ["--data"],
-            default: PathBuf::from("./data"),
-            expect: "a directory path (not empty)",
-            parse: path,
-        },
-        /// `database_url`: a PostgreSQL state database (`postgres://…`); `None` (the default)
-        /// means the SQLite file `DATA/state.db`.
-        database_url: Option<String> {
-            flags: ["--database-url"],
-            default: None,
-            expect: "a PostgreSQL URL such as postgres://periscope@db.internal/periscope",
-            parse: some_string,
-        },
-        /// `database_acquire_timeout_ms`: how long a request waits for a connection to a
-        /// PostgreSQL state database before it answers 503 (default 2 s).
-        database_acquire_timeout: Duration {
-            key: "database_acquire_timeout_ms",
-            default: periscope_state::DEFAULT_ACQUIRE_TIMEOUT,
-            expect: MILLIS,
-            parse: millis,
-        },
-        /// `log_format`: how log lines are written (default [`LogFormat::Text`]).
-        log_format: LogFormat {
-            default: LogFormat::Text,
-            expect: "\"text\" or \"json\"",
-            parse: |raw| match raw.string()?.trim() {
-                "text" => Some(LogFormat::Text),
-                "json" => Some(LogFormat::Json),
-                _ => None,
-            },
-        },
-        /// `public_url`: where browsers reach the server, `http(s)://host[:port]`; `None` (the
-        /// default) means `http://` + the actual listening address. The embedded sign-in
-        /// service's issuer is this + `/auth`.
-        public_url: Option<String> {
-            default: None,
-            expect: "an http(s) URL without path or trailing slash, such as \
-                     https://periscope.example.com",
-            parse: |raw| {
-                let url = string(raw)?;
-                let rest = url
-                    .strip_prefix("http://")
-                    .or_else(|| url.strip_prefix("https://"))?;
-                let bad = rest.is_empty() || rest.contains(['/', '?', '#', ' ']);
-                (!bad).then_some(Some(url))
-            },
-        },
-    }
-    sections {
-        /// `[limits]`: searches, rates, cursors and retention.
-        limits: Limits,
-        /// `[dns]`: how domain queries are resolved.
-        dns: Dns,
-        /// `[http]`: connection limits and timeouts of the HTTP server.
-        http: Http,
-        /// `[signin]`: the embedded sign-in service.
-        signin: SignInSettings,
-        /// `[web]`: the browser application's OpenID Connect provider.
-        web: WebSettings,
-        /// `[enrich]`: the GeoIP and ASN files `ingest` and `convert` enrich scanner output
-        /// from (`docs/enrichment.md`); all unset by default, and then nothing is enriched.
-        enrich: EnrichConfig,
-        /// `[index]`: where the scan index lives; unset (the default), the embedded index in
-        /// the data directory.
-        index: IndexSettings,
+/// Every setting of Periscope, validated. Fields without `#[arg]` have no flag; flags only
+/// ever update a loaded configuration ([`ConfigArgs`]), never build one.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, clap::Args)]
+#[serde(default)]
+pub struct Config {
+    /// Address to listen on [default: 127.0.0.1:8080]
+    #[serde(deserialize_with = "parse::listen")]
+    #[arg(id = "listen", long, value_name = "ADDR", required = false,
+          help_heading = CONFIGURATION,
+          value_parser = parse::flag("listen", parse::LISTEN, parse::text::<SocketAddr>))]
+    pub listen: SocketAddr,
+    /// Data directory: scan store, index file and, without a database URL, the SQLite state
+    /// database state.db [default: ./data]
+    #[serde(deserialize_with = "parse::data")]
+    #[arg(id = "data", long, value_name = "DIR", required = false,
+          help_heading = CONFIGURATION,
+          value_parser = parse::flag("data", parse::DATA, parse::path))]
+    pub data: PathBuf,
+    /// PostgreSQL state database, postgres://user@host/db [default: SQLite DIR/state.db]
+    #[serde(deserialize_with = "parse::database_url")]
+    #[arg(id = "database_url", long = "database-url", value_name = "URL", help_heading = CONFIGURATION,
+          value_parser = parse::flag("database_url", parse::DATABASE_URL, parse::string))]
+    pub database_url: Option<String>,
+    /// `database_acquire_timeout_ms`: how long a request waits for a connection to a
+    /// PostgreSQL state database before it answers 503 (default 2 s).
+    #[serde(
+        rename = "database_acquire_timeout_ms",
+        deserialize_with = "parse::millis"
+    )]
+    #[arg(skip)]
+    pub database_acquire_timeout: Duration,
+    /// `log_format`: how log lines are written (default [`LogFormat::Text`]).
+    #[serde(deserialize_with = "parse::log_format")]
+    #[arg(skip)]
+    pub log_format: LogFormat,
+    /// `public_url`: where browsers reach the server, `http(s)://host[:port]`; `None` (the
+    /// default) means `http://` + the actual listening address. The embedded sign-in
+    /// service's issuer is this + `/auth`.
+    #[serde(deserialize_with = "parse::public_url")]
+    #[arg(skip)]
+    pub public_url: Option<String>,
+    /// `[limits]`: searches, rates, cursors and retention.
+    #[arg(skip)]
+    pub limits: Limits,
+    /// `[dns]`: how domain queries are resolved.
+    #[arg(skip)]
+    pub dns: Dns,
+    /// `[http]`: connection limits and timeouts of the HTTP server.
+    #[arg(skip)]
+    pub http: Http,
+    /// `[signin]`: the embedded sign-in service.
+    #[arg(skip)]
+    pub signin: SignInSettings,
+    /// `[web]`: the browser application's OpenID Connect provider.
+    #[arg(skip)]
+    pub web: WebSettings,
+    /// `[enrich]`: the GeoIP and ASN files `ingest` and `convert` enrich scanner output from
+    /// (`docs/enrichment.md`); all unset by default, and then nothing is enriched.
+    #[command(flatten)]
+    pub enrich: EnrichSettings,
+    /// `[index]`: where the scan index lives; unset (the default), the embedded index in the
+    /// data directory.
+    #[command(flatten)]
+    pub index: IndexSettings,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data: PathBuf::from("./data"),
+            database_url: None,
+            database_acquire_timeout: periscope_state::DEFAULT_ACQUIRE_TIMEOUT,
+            log_format: LogFormat::Text,
+            public_url: None,
+            limits: Limits::default(),
+            dns: Dns::default(),
+            http: Http::default(),
+            signin: SignInSettings::default(),
+            web: WebSettings::default(),
+            enrich: EnrichSettings::default(),
+            index: IndexSettings::default(),
+        }
     }
 }
 
-settings! {
-    /// The `[limits]` section.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    pub struct Limits in [limits] {
-        /// `daily_searches`: the daily search limit given to new accounts (default 20, or
-        /// `"unlimited"`).
-        daily_searches: DailyLimit {
-            default: DailyLimit::DEFAULT,
-            expect: "a whole number from 0 to 4294967295, or \"unlimited\"",
-            parse: |raw| match raw.string().map(str::trim) {
-                Some("unlimited") => Some(DailyLimit::Unlimited),
-                _ => whole(raw, 0).map(DailyLimit::Limited),
-            },
-        },
-        /// `searches_per_account`: searches one account may run at once (default 2).
-        searches_per_account: u32 { default: 2, expect: COUNT, parse: |raw| whole(raw, 1) },
-        /// `searches_total`: searches the whole service runs at once (default 32).
-        searches_total: u32 { default: 32, expect: COUNT, parse: |raw| whole(raw, 1) },
-        /// `search_timeout_ms`: the time budget of one search (default 10 s).
-        search_timeout: Duration {
-            key: "search_timeout_ms",
-            default: Duration::from_secs(10),
-            expect: MILLIS,
-            parse: millis,
-        },
-        /// `cursor_lifetime_secs`: how long a search cursor stays usable (default 10 minutes).
-        cursor_lifetime: Duration {
-            key: "cursor_lifetime_secs",
-            default: Duration::from_secs(DEFAULT_CURSOR_LIFETIME_SECS.unsigned_abs()),
-            expect: SECS,
-            parse: secs,
-        },
-        /// `rate_per_sec`: requests per second one key may make to the free endpoints
-        /// (default 10).
-        rate_per_sec: u32 { default: 10, expect: COUNT, parse: |raw| whole(raw, 1) },
-        /// `rate_burst`: the burst allowed above that rate (default 20).
-        rate_burst: u32 { default: 20, expect: COUNT, parse: |raw| whole(raw, 1) },
-        /// `max_search_hosts`: organization alone or country alone is declined by search
-        /// (`query_too_broad`) above this many hosts (default 10,000).
-        max_search_hosts: u64 {
-            default: IndexConfig::default().max_host_only_results,
-            expect: "a whole number from 1 to 18446744073709551615",
-            parse: |raw| whole(raw, 1),
-        },
-        /// `retention_days`: observations older than this stop being current (default 30
-        /// days).
-        retention_days: u32 {
-            default: u32::try_from(IndexConfig::default().retention_secs / 86_400).unwrap_or(30),
-            expect: "a whole number of days from 1 to 36500",
-            parse: |raw| whole::<u32>(raw, 1).filter(|days| *days <= 36_500),
-        },
+/// The `[limits]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Limits {
+    /// `daily_searches`: the daily search limit given to new accounts (default 20, or
+    /// `"unlimited"`).
+    #[serde(deserialize_with = "parse::daily_searches")]
+    pub daily_searches: DailyLimit,
+    /// `searches_per_account`: searches one account may run at once (default 2).
+    #[serde(deserialize_with = "parse::count")]
+    pub searches_per_account: u32,
+    /// `searches_total`: searches the whole service runs at once (default 32).
+    #[serde(deserialize_with = "parse::count")]
+    pub searches_total: u32,
+    /// `search_timeout_ms`: the time budget of one search (default 10 s).
+    #[serde(rename = "search_timeout_ms", deserialize_with = "parse::millis")]
+    pub search_timeout: Duration,
+    /// `cursor_lifetime_secs`: how long a search cursor stays usable (default 10 minutes).
+    #[serde(rename = "cursor_lifetime_secs", deserialize_with = "parse::secs")]
+    pub cursor_lifetime: Duration,
+    /// `rate_per_sec`: requests per second one key may make to the free endpoints (default
+    /// 10).
+    #[serde(deserialize_with = "parse::count")]
+    pub rate_per_sec: u32,
+    /// `rate_burst`: the burst allowed above that rate (default 20).
+    #[serde(deserialize_with = "parse::count")]
+    pub rate_burst: u32,
+    /// `max_search_hosts`: organization alone or country alone is declined by search
+    /// (`query_too_broad`) above this many hosts (default 10,000).
+    #[serde(deserialize_with = "parse::max_search_hosts")]
+    pub max_search_hosts: u64,
+    /// `retention_days`: observations older than this stop being current (default 30 days).
+    #[serde(deserialize_with = "parse::retention_days")]
+    pub retention_days: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        let index = IndexConfig::default();
+        Limits {
+            daily_searches: DailyLimit::DEFAULT,
+            searches_per_account: 2,
+            searches_total: 32,
+            search_timeout: Duration::from_secs(10),
+            cursor_lifetime: Duration::from_secs(DEFAULT_CURSOR_LIFETIME_SECS.unsigned_abs()),
+            rate_per_sec: 10,
+            rate_burst: 20,
+            max_search_hosts: index.max_host_only_results,
+            retention_days: u32::try_from(index.retention_secs / 86_400).unwrap_or(30),
+        }
     }
 }
 
-settings! {
-    /// The `[dns]` section.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    pub struct Dns in [dns] {
-        /// `servers`: the resolvers to ask; empty (the default) means the system's
-        /// (`/etc/resolv.conf`).
-        servers: Vec<SocketAddr> {
-            default: Vec::new(),
-            expect: "a list of IP addresses with optional ports, such as [\"192.0.2.53\", \
-                     \"[2001:db8::53]:5353\"] (comma-separated in a variable or flag)",
-            parse: |raw| list(raw, dns_server),
-        },
-        /// `timeout_ms`: how long one resolution may take (default 2 s).
-        timeout: Duration {
-            key: "timeout_ms",
-            default: Duration::from_secs(2),
-            expect: MILLIS,
-            parse: millis,
-        },
+/// The `[dns]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Dns {
+    /// `servers`: the resolvers to ask; empty (the default) means the system's
+    /// (`/etc/resolv.conf`).
+    #[serde(deserialize_with = "parse::dns_servers")]
+    pub servers: Vec<SocketAddr>,
+    /// `timeout_ms`: how long one resolution may take (default 2 s).
+    #[serde(rename = "timeout_ms", deserialize_with = "parse::millis")]
+    pub timeout: Duration,
+}
+
+impl Default for Dns {
+    fn default() -> Self {
+        Dns {
+            servers: Vec::new(),
+            timeout: Duration::from_secs(2),
+        }
     }
 }
 
-settings! {
-    /// The `[http]` section: what a connection may hold and for how long.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    pub struct Http in [http] {
-        /// `header_timeout_ms`: a request's headers must arrive within this (default 10 s).
-        header_timeout: Duration {
-            key: "header_timeout_ms",
-            default: Duration::from_secs(10),
-            expect: MILLIS,
-            parse: millis,
-        },
-        /// `idle_timeout_secs`: a kept-alive connection with no request is closed after this
-        /// (default 60 s).
-        idle_timeout: Duration {
-            key: "idle_timeout_secs",
-            default: Duration::from_secs(60),
-            expect: SECS,
-            parse: secs,
-        },
-        /// `body_timeout_ms`: a request's body must arrive within this (default 30 s).
-        body_timeout: Duration {
-            key: "body_timeout_ms",
-            default: Duration::from_secs(30),
-            expect: MILLIS,
-            parse: millis,
-        },
-        /// `max_connections`: connections open at once (default 10,000, and never more than
-        /// the descriptor limit leaves room for).
-        max_connections: u32 { default: 10_000, expect: COUNT, parse: |raw| whole(raw, 1) },
-        /// `trusted_proxies`: reverse proxies whose `X-Forwarded-For` names the client
-        /// (default none).
-        trusted_proxies: Vec<periscope_api::forwarded::Cidr> {
-            default: Vec::new(),
-            expect: "a list of address blocks of reverse proxies, such as [\"127.0.0.1/32\", \
-                     \"10.0.0.0/8\"] (comma-separated in a variable or flag)",
-            parse: |raw| list(raw, |s| s.parse().ok()),
-        },
+/// The `[http]` section: what a connection may hold and for how long.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Http {
+    /// `header_timeout_ms`: a request's headers must arrive within this (default 10 s).
+    #[serde(rename = "header_timeout_ms", deserialize_with = "parse::millis")]
+    pub header_timeout: Duration,
+    /// `idle_timeout_secs`: a kept-alive connection with no request is closed after this
+    /// (default 60 s).
+    #[serde(rename = "idle_timeout_secs", deserialize_with = "parse::secs")]
+    pub idle_timeout: Duration,
+    /// `body_timeout_ms`: a request's body must arrive within this (default 30 s).
+    #[serde(rename = "body_timeout_ms", deserialize_with = "parse::millis")]
+    pub body_timeout: Duration,
+    /// `max_connections`: connections open at once (default 10,000, and never more than the
+    /// descriptor limit leaves room for).
+    #[serde(deserialize_with = "parse::count")]
+    pub max_connections: u32,
+    /// `trusted_proxies`: reverse proxies whose `X-Forwarded-For` names the client (default
+    /// none).
+    #[serde(deserialize_with = "parse::trusted_proxies")]
+    pub trusted_proxies: Vec<periscope_api::forwarded::Cidr>,
+}
+
+impl Default for Http {
+    fn default() -> Self {
+        Http {
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 10_000,
+            trusted_proxies: Vec::new(),
+        }
     }
 }
 
-settings! {
-    /// The `[signin]` section: the sign-in service `serve` embeds under `/auth`.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    pub struct SignInSettings in [signin] {
-        /// `smtp_host`: an SMTP relay for the registration e-mail; `None` (the default) writes
-        /// messages into `DATA/outbox` and the link into the log.
-        smtp_host: Option<String> {
-            default: None,
-            expect: "a host name or IP address of an SMTP relay",
-            parse: some_string,
-        },
-        /// `smtp_port`: the relay's port (default 25).
-        smtp_port: Option<u16> {
-            default: None,
-            expect: "a port number from 1 to 65535",
-            parse: |raw| whole(raw, 1).map(Some),
-        },
-        /// `smtp_tls`: how the relay connection is protected (default opportunistic
-        /// STARTTLS).
-        smtp_tls: periscope_signin::SmtpTls {
-            default: periscope_signin::SmtpTls::default(),
-            expect: "one of none, opportunistic, starttls, tls",
-            parse: text,
-        },
-        /// `smtp_username`: the login for SMTP AUTH; its password comes from
-        /// `PERISCOPE_SIGNIN_SMTP_PASSWORD` or `smtp_password_file`, never from the file.
-        smtp_username: Option<String> {
-            default: None,
-            expect: "the relay's user name (the password comes from \
-                     PERISCOPE_SIGNIN_SMTP_PASSWORD or smtp_password_file)",
-            parse: some_string,
-        },
-        /// `smtp_password_file`: a file holding the SMTP password (one line).
-        smtp_password_file: Option<PathBuf> {
-            default: None,
-            expect: "the path of a file holding the relay's password",
-            parse: some_path,
-        },
-        /// `smtp_ca_file`: PEM certificates trusted for the relay besides the platform's
-        /// roots.
-        smtp_ca_file: Option<PathBuf> { default: None, expect: CA_FILE, parse: some_path },
-        /// `mail_from`: the sender (default `Periscope <no-reply@localhost>`).
-        mail_from: Option<String> {
-            default: None,
-            expect: "a sender such as Periscope <no-reply@example.com>",
-            parse: some_string,
-        },
-        /// `terms_version`: the dated terms version recorded at registration (default the
-        /// sign-in crate's).
-        terms_version: Option<String> {
-            default: None,
-            expect: "a dated version such as 2026-11-01",
-            parse: some_string,
-        },
-        /// `client_ip_header`: the header a trusted reverse proxy puts the client address in
-        /// (`x-forwarded-for`); unset, the connection's peer address (the proxy's, behind one).
-        client_ip_header: Option<String> {
-            default: None,
-            expect: "the name of the header a trusted reverse proxy sets, such as \
-                     x-forwarded-for",
-            parse: |raw| {
-                let name = string(raw)?;
-                axum::http::HeaderName::from_bytes(name.as_bytes()).ok()?;
-                Some(Some(name))
-            },
-        },
-        /// `database_acquire_timeout_ms`: how long a sign-in request waits for a database
-        /// connection (default the sign-in crate's, 2000).
-        database_acquire_timeout_ms: Option<u64> {
-            default: None,
-            expect: "a whole number of milliseconds from 1 to 60000",
-            parse: |raw| whole::<u64>(raw, 1).filter(|ms| *ms <= 60_000).map(Some),
-        },
-    }
-    secrets {
-        /// `PERISCOPE_SIGNIN_SMTP_PASSWORD` (environment only).
-        smtp_password from SMTP_PASSWORD_ENV,
+/// The `[signin]` section: the sign-in service `serve` embeds under `/auth`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct SignInSettings {
+    /// `smtp_host`: an SMTP relay for the registration e-mail; `None` (the default) writes
+    /// messages into `DATA/outbox` and the link into the log.
+    #[serde(deserialize_with = "parse::smtp_host")]
+    pub smtp_host: Option<String>,
+    /// `smtp_port`: the relay's port (default 25).
+    #[serde(deserialize_with = "parse::smtp_port")]
+    pub smtp_port: Option<u16>,
+    /// `smtp_tls`: how the relay connection is protected (default opportunistic STARTTLS).
+    #[serde(deserialize_with = "parse::smtp_tls")]
+    pub smtp_tls: periscope_signin::SmtpTls,
+    /// `smtp_username`: the login for SMTP AUTH; its password comes from
+    /// `PERISCOPE_SIGNIN_SMTP_PASSWORD` or `smtp_password_file`, never from the file.
+    #[serde(deserialize_with = "parse::smtp_username")]
+    pub smtp_username: Option<String>,
+    /// `smtp_password_file`: a file holding the SMTP password (one line).
+    #[serde(deserialize_with = "parse::smtp_password_file")]
+    pub smtp_password_file: Option<PathBuf>,
+    /// `smtp_ca_file`: PEM certificates trusted for the relay besides the platform's roots.
+    #[serde(deserialize_with = "parse::ca_file")]
+    pub smtp_ca_file: Option<PathBuf>,
+    /// `mail_from`: the sender (default `Periscope <no-reply@localhost>`).
+    #[serde(deserialize_with = "parse::mail_from")]
+    pub mail_from: Option<String>,
+    /// `terms_version`: the dated terms version recorded at registration (default the
+    /// sign-in crate's).
+    #[serde(deserialize_with = "parse::terms_version")]
+    pub terms_version: Option<String>,
+    /// `client_ip_header`: the header a trusted reverse proxy puts the client address in
+    /// (`x-forwarded-for`); unset, the connection's peer address (the proxy's, behind one).
+    #[serde(deserialize_with = "parse::client_ip_header")]
+    pub client_ip_header: Option<String>,
+    /// `database_acquire_timeout_ms`: how long a sign-in request waits for a database
+    /// connection (default the sign-in crate's, 2000).
+    #[serde(deserialize_with = "parse::signin_acquire_timeout")]
+    pub database_acquire_timeout_ms: Option<u64>,
+    /// `PERISCOPE_SIGNIN_SMTP_PASSWORD` (environment only, never a key of the file).
+    #[serde(skip)]
+    pub smtp_password: Option<Secret>,
+}
+
+/// The `[web]` section: which OpenID Connect provider the browser application signs in with.
+/// All unset (the default): the embedded sign-in service, with a client configured
+/// automatically.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct WebSettings {
+    /// `issuer`: an external provider's issuer URL; the embedded service is then not mounted.
+    #[serde(deserialize_with = "parse::issuer")]
+    pub issuer: Option<String>,
+    /// `client_id`: the application's client id there.
+    #[serde(deserialize_with = "parse::client_id")]
+    pub client_id: Option<String>,
+    /// `client_secret`: the application's client secret there.
+    #[serde(deserialize_with = "parse::client_secret")]
+    pub client_secret: Option<String>,
+    /// `ca_file`: PEM certificates trusted for an `https` provider besides the platform's
+    /// roots.
+    #[serde(deserialize_with = "parse::ca_file")]
+    pub ca_file: Option<PathBuf>,
+    /// `organization_claim`: the claim carrying the organisation (default `org_name`).
+    #[serde(deserialize_with = "parse::organization_claim")]
+    pub organization_claim: Option<String>,
+    /// `default_organization`: the organisation when the provider sends none.
+    #[serde(deserialize_with = "parse::default_organization")]
+    pub default_organization: Option<String>,
+    /// `allowed_email_domains`: the e-mail domains that may sign in; empty: any.
+    #[serde(deserialize_with = "parse::allowed_email_domains")]
+    pub allowed_email_domains: Vec<String>,
+}
+
+/// The `[enrich]` section: the files `ingest` and `convert` enrich scanner output from
+/// ([`EnrichSettings::files`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, clap::Args)]
+#[serde(default)]
+pub struct EnrichSettings {
+    /// A MaxMind DB file with locations (GeoLite2/GeoIP2 City or Country, DB-IP, IPinfo
+    /// Lite): fills host.location of observations that carry none
+    #[serde(deserialize_with = "parse::geoip_city")]
+    #[arg(id = "enrich.geoip_city", long = "geoip-city", value_name = "FILE",
+          help_heading = "Enrichment",
+          value_parser = parse::flag("enrich.geoip_city", parse::GEOIP_CITY, parse::path))]
+    pub geoip_city: Option<PathBuf>,
+    /// A MaxMind DB file with autonomous systems (GeoLite2 ASN, DB-IP ASN, IPinfo Lite):
+    /// fills host.asn.network and the provider
+    #[serde(deserialize_with = "parse::geoip_asn")]
+    #[arg(id = "enrich.geoip_asn", long = "geoip-asn", value_name = "FILE",
+          help_heading = "Enrichment",
+          value_parser = parse::flag("enrich.geoip_asn", parse::GEOIP_ASN, parse::path))]
+    pub geoip_asn: Option<PathBuf>,
+    /// An iptoasn TSV table (range_start range_end asn country organisation, plain or gzip),
+    /// asked for ASNs after --geoip-asn
+    #[serde(deserialize_with = "parse::asn_table")]
+    #[arg(id = "enrich.asn_table", long = "asn-table", value_name = "FILE",
+          help_heading = "Enrichment",
+          value_parser = parse::flag("enrich.asn_table", parse::ASN_TABLE, parse::path))]
+    pub asn_table: Option<PathBuf>,
+}
+
+impl EnrichSettings {
+    /// The files, as the enrich crate opens them.
+    pub fn files(&self) -> EnrichConfig {
+        EnrichConfig {
+            geoip_city: self.geoip_city.clone(),
+            geoip_asn: self.geoip_asn.clone(),
+            asn_table: self.asn_table.clone(),
+        }
     }
 }
 
-settings! {
-    /// The `[web]` section: which OpenID Connect provider the browser application signs in
-    /// with. All unset (the default): the embedded sign-in service, with a client configured
-    /// automatically.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    pub struct WebSettings in [web] {
-        /// `issuer`: an external provider's issuer URL; the embedded service is then not
-        /// mounted.
-        issuer: Option<String> {
-            default: None,
-            expect: "an external OpenID Connect provider's issuer URL",
-            parse: some_string,
-        },
-        /// `client_id`: the application's client id there.
-        client_id: Option<String> {
-            default: None,
-            expect: "the application's client id at that provider",
-            parse: some_string,
-        },
-        /// `client_secret`: the application's client secret there.
-        client_secret: Option<String> {
-            default: None,
-            expect: "the application's client secret at that provider",
-            parse: some_string,
-        },
-        /// `ca_file`: PEM certificates trusted for an `https` provider besides the platform's
-        /// roots.
-        ca_file: Option<PathBuf> { default: None, expect: CA_FILE, parse: some_path },
-        /// `organization_claim`: the claim carrying the organisation (default `org_name`).
-        organization_claim: Option<String> {
-            default: None,
-            expect: "the name of an ID token claim, such as org_name or organization",
-            parse: some_string,
-        },
-        /// `default_organization`: the organisation when the provider sends none.
-        default_organization: Option<String> {
-            default: None,
-            expect: "an organisation name",
-            parse: some_string,
-        },
-        /// `allowed_email_domains`: the e-mail domains that may sign in; empty: any.
-        allowed_email_domains: Vec<String> {
-            default: Vec::new(),
-            expect: "a list of e-mail domains such as [\"example.com\"] (comma-separated in \
-                     the environment)",
-            parse: |raw| list(raw, |s| Some(s.to_owned())),
-        },
-    }
+/// The `[index]` section: a ClickHouse scan index instead of the embedded one
+/// (`docs/scale-out.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, clap::Args)]
+#[serde(default)]
+pub struct IndexSettings {
+    /// The ClickHouse index, clickhouse://[USER@]HOST[:PORT]/DATABASE[?cluster=NAME], instead
+    /// of the embedded store
+    #[serde(deserialize_with = "parse::index_url")]
+    #[arg(id = "index.url", long = "index", value_name = "URL", help_heading = CONFIGURATION,
+          value_parser = parse::flag("index.url", parse::INDEX_URL, parse::location))]
+    pub url: Option<periscope_clickhouse::Location>,
+    /// `ca_file`: PEM certificates trusted for a `clickhouse+https` server besides the
+    /// platform's roots.
+    #[serde(deserialize_with = "parse::index_ca_file")]
+    #[arg(skip)]
+    pub ca_file: Option<PathBuf>,
+    /// `password_file`: a file holding the ClickHouse user's password (its first line).
+    #[serde(deserialize_with = "parse::index_password_file")]
+    #[arg(skip)]
+    pub password_file: Option<PathBuf>,
+    /// `timeout_ms`: how long one statement may take before the request answers 503
+    /// (default 10,000).
+    #[serde(rename = "timeout_ms", deserialize_with = "parse::millis")]
+    #[arg(skip)]
+    pub timeout: Duration,
+    /// `memory_limit_mb`: the most memory one statement may use on each ClickHouse server,
+    /// in bytes (default 4 GiB); `None` (`0` in the file): the server's settings profile
+    /// decides.
+    #[serde(rename = "memory_limit_mb", deserialize_with = "parse::memory_limit")]
+    #[arg(skip)]
+    pub memory_limit: Option<u64>,
+    /// `PERISCOPE_INDEX_PASSWORD` (environment only, never a key of the file).
+    #[serde(skip)]
+    #[arg(skip)]
+    pub password: Option<Secret>,
 }
 
-settings! {
-    // `EnrichConfig` is the enrich crate's (it documents the fields); the keys are declared
-    // here.
-    impl EnrichConfig in [enrich] {
-        geoip_city: Option<PathBuf> {
-            flags: ["--geoip-city"],
-            default: None,
-            expect: "the path of a MaxMind DB file with locations (GeoLite2 City or Country…)",
-            parse: some_path,
-        },
-        geoip_asn: Option<PathBuf> {
-            flags: ["--geoip-asn"],
-            default: None,
-            expect: "the path of a MaxMind DB file with autonomous systems (GeoLite2 ASN…)",
-            parse: some_path,
-        },
-        asn_table: Option<PathBuf> {
-            flags: ["--asn-table"],
-            default: None,
-            expect: "the path of an iptoasn TSV table, plain or gzip",
-            parse: some_path,
-        },
-    }
-}
-
-settings! {
-    /// The `[index]` section: a ClickHouse scan index instead of the embedded one
-    /// (`docs/scale-out.md`).
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    pub struct IndexSettings in [index] {
-        /// `url`: `clickhouse://[USER@]HOST[:PORT]/DATABASE[?cluster=NAME]` or
-        /// `clickhouse+https://…`; `None`: the embedded index.
-        url: Option<periscope_clickhouse::Location> {
-            flags: ["--index"],
-            default: None,
-            expect: "clickhouse://[USER@]HOST[:PORT]/DATABASE[?cluster=NAME] or \
-                     clickhouse+https://…",
-            parse: |raw| raw.string()?.parse().ok().map(Some),
-        },
-        /// `ca_file`: PEM certificates trusted for a `clickhouse+https` server besides the
-        /// platform's roots.
-        ca_file: Option<PathBuf> {
-            default: None,
-            expect: "the path of a PEM file of certificates trusted for the ClickHouse server",
-            parse: some_path,
-        },
-        /// `password_file`: a file holding the ClickHouse user's password (its first line).
-        password_file: Option<PathBuf> {
-            default: None,
-            expect: "the path of a file holding the ClickHouse user's password",
-            parse: some_path,
-        },
-        /// `timeout_ms`: how long one statement may take before the request answers 503
-        /// (default 10,000).
-        timeout: Duration {
-            key: "timeout_ms",
-            default: Duration::from_secs(10),
-            expect: MILLIS,
-            parse: millis,
-        },
-        /// `memory_limit_mb`: the most memory one statement may use on each ClickHouse
-        /// server, in bytes (default 4 GiB); `None` (`0` in the file): the server's settings
-        /// profile decides.
-        memory_limit: Option<u64> {
-            key: "memory_limit_mb",
-            default: Some(DEFAULT_INDEX_MEMORY_LIMIT_MB << 20),
-            expect: "a whole number of MiB from 0 (the server's profile decides) to 1048576",
-            parse: |raw| {
-                let mb = whole::<u64>(raw, 0).filter(|mb| *mb <= 1 << 20)?;
-                Some((mb > 0).then_some(mb << 20))
-            },
-        },
-    }
-    secrets {
-        /// `PERISCOPE_INDEX_PASSWORD` (environment only).
-        password from INDEX_PASSWORD_ENV,
+impl Default for IndexSettings {
+    fn default() -> Self {
+        IndexSettings {
+            url: None,
+            ca_file: None,
+            password_file: None,
+            timeout: Duration::from_secs(10),
+            memory_limit: Some(DEFAULT_INDEX_MEMORY_LIMIT_MB << 20),
+            password: None,
+        }
     }
 }
 
@@ -468,60 +424,50 @@ impl std::fmt::Debug for Secret {
 }
 
 /// The format of log lines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum LogFormat {
     /// Human-readable lines (`text`).
+    #[default]
     Text,
     /// One JSON object per line (`json`).
     Json,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        <Self as Section>::defaults()
-    }
-}
-
 impl Config {
     /// The defaults, overridden by `file` (when given), overridden by the environment:
     /// `env(name)` is the value of the variable `name`, if set (pass [`process_env`] for the
-    /// real one). A variable set to the empty string counts as unset.
+    /// real one). A variable set to the empty string counts as unset. The file and then the
+    /// environment are each checked alone before they are read together, so a bad value is
+    /// reported even where a variable overrides it.
     pub fn load(
         file: Option<&Path>,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
-        let mut config = Config::default();
-        if let Some(path) = file {
-            source::apply_file(&mut config, path)?;
-        }
+        let text = file.map(File::read).transpose()?;
+        let file = match (file, &text) {
+            (Some(path), Some(text)) => Some(File::parse(path, text)?),
+            _ => None,
+        };
         let env = |name: &str| env(name).filter(|v| !v.is_empty());
-        for key in keys() {
-            let name = key.env_name();
-            if let Some(value) = env(&name) {
-                key.apply(&mut config, Raw::Text(&value), Origin::Env(name))?;
-            }
+        let env: &dyn Fn(&str) -> Option<String> = &env;
+        if let Some(file) = &file {
+            layers::read(Sources {
+                file: Some(file),
+                env: None,
+            })?;
         }
+        layers::read(Sources {
+            file: None,
+            env: Some(env),
+        })?;
+        let mut config = layers::read(Sources {
+            file: file.as_ref(),
+            env: Some(env),
+        })?;
         // Passwords are secrets: the environment only, never a key of the file.
-        for secret in SECRET_TABLES.iter().flat_map(|table| table.iter()) {
-            if let Some(value) = env(secret.env) {
-                (secret.set)(&mut config, Secret(value));
-            }
-        }
+        config.signin.smtp_password = env(SMTP_PASSWORD_ENV).map(Secret);
+        config.index.password = env(INDEX_PASSWORD_ENV).map(Secret);
         Ok(config)
-    }
-
-    /// Sets `key` (dotted, as in the file: `data`, `limits.daily_searches`) from the
-    /// command-line flag `flag`, which overrides the file and the environment.
-    pub fn apply_flag(&mut self, key: &str, flag: &str, value: &str) -> Result<(), ConfigError> {
-        let origin = Origin::Flag(flag.to_owned());
-        match keys().find(|k| k.dotted() == key) {
-            Some(k) => k.apply(self, Raw::Text(value), origin),
-            None => Err(ConfigError::UnknownKey {
-                key: key.to_owned(),
-                origin,
-                known: declare::known_keys(None),
-            }),
-        }
     }
 
     /// The scan index settings these limits imply.
@@ -530,6 +476,11 @@ impl Config {
             retention_secs: i64::from(self.limits.retention_days) * 86_400,
             max_host_only_results: self.limits.max_search_hosts,
         }
+    }
+
+    /// The flags [`Config`] declares, each with its key as its id (`index.url`).
+    fn flags() -> Command {
+        <Config as clap::Args>::augment_args(Command::new("periscope").no_binary_name(true))
     }
 }
 
@@ -570,33 +521,111 @@ pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-/// The flags every command that reads the configuration accepts. `global`, so they may stand
-/// before or after a subcommand.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct ConfigArgs {
-    /// Configuration file (TOML); see docs/configuration.md.
-    #[arg(long, value_name = "FILE", env = CONFIG_FILE_ENV, global = true, help_heading = "Configuration")]
-    pub config: Option<PathBuf>,
-    /// Data directory (overrides `data` and PERISCOPE_DATA) [default: ./data].
-    #[arg(
-        long,
-        value_name = "DIR",
-        global = true,
-        help_heading = "Configuration"
-    )]
-    pub data: Option<String>,
-    /// PostgreSQL state database, postgres://user@host/db (overrides `database_url` and
-    /// PERISCOPE_DATABASE_URL) [default: SQLite DIR/state.db].
-    #[arg(
-        long,
-        value_name = "URL",
-        global = true,
-        help_heading = "Configuration"
-    )]
-    pub database_url: Option<String>,
+/// The keys whose flags a command takes (`["data", "database_url"]`).
+pub trait Flags {
+    /// The keys, each the id of a flag [`Config`] declares.
+    const KEYS: &'static [&'static str];
 }
 
-impl ConfigArgs {
+/// The configuration arguments of a command: `--config FILE` (or `PERISCOPE_CONFIG`) and the
+/// flags of the keys `F` names, as [`Config`] declares them, each with a help that names the
+/// key and the variable it overrides. `global`, so they may stand before or after a
+/// subcommand.
+#[derive(Debug, Clone)]
+pub struct ConfigArgs<F> {
+    /// Configuration file (TOML).
+    pub config: Option<PathBuf>,
+    /// The flags given, as words of a command line (`--data`, `DIR`).
+    given: Vec<OsString>,
+    /// The keys of the flags given.
+    keys: Vec<&'static str>,
+    flags: PhantomData<fn() -> F>,
+}
+
+impl<F> Default for ConfigArgs<F> {
+    fn default() -> Self {
+        ConfigArgs {
+            config: None,
+            given: Vec::new(),
+            keys: Vec::new(),
+            flags: PhantomData,
+        }
+    }
+}
+
+impl<F: Flags> clap::Args for ConfigArgs<F> {
+    fn augment_args(command: Command) -> Command {
+        let declared = Config::flags();
+        let config = Arg::new("config")
+            .long("config")
+            .value_name("FILE")
+            .env(CONFIG_FILE_ENV)
+            .value_parser(clap::value_parser!(PathBuf))
+            .global(true)
+            .help_heading(CONFIGURATION)
+            .help("Configuration file (TOML); see docs/configuration.md");
+        let flags = declared
+            .get_arguments()
+            .filter(|arg| F::KEYS.contains(&arg.get_id().as_str()))
+            .map(|arg| {
+                let key = arg.get_id().as_str();
+                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                let (section, name) = match key.split_once('.') {
+                    Some((section, name)) => (Some(section), name),
+                    None => (None, key),
+                };
+                let env = layers::env_name(section, name);
+                let (what, default) = help.split_once(" [default: ").unwrap_or((&help, ""));
+                let default = if default.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [default: {default}")
+                };
+                arg.clone()
+                    .global(true)
+                    .help(format!("{what} (overrides `{key}` and {env}){default}"))
+            });
+        command.arg(config).args(flags)
+    }
+
+    fn augment_args_for_update(command: Command) -> Command {
+        Self::augment_args(command)
+    }
+}
+
+impl<F: Flags> FromArgMatches for ConfigArgs<F> {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut args = ConfigArgs {
+            config: matches.get_one::<PathBuf>("config").cloned(),
+            ..ConfigArgs::default()
+        };
+        let declared = Config::flags();
+        for arg in declared.get_arguments() {
+            let key = arg.get_id().as_str();
+            let Some(key) = F::KEYS.iter().copied().find(|k| *k == key) else {
+                continue;
+            };
+            if matches.value_source(key) != Some(ValueSource::CommandLine) {
+                continue;
+            }
+            if let (Some(long), Some(mut values)) = (arg.get_long(), matches.get_raw(key)) {
+                if let Some(value) = values.next() {
+                    args.given.push(format!("--{long}").into());
+                    args.given.push(value.to_owned());
+                    args.keys.push(key);
+                }
+            }
+        }
+        Ok(args)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl<F> ConfigArgs<F> {
     /// The configuration: defaults, file, process environment, then these flags.
     pub fn load(&self) -> Result<Config, ConfigError> {
         self.load_with(process_env)
@@ -605,13 +634,19 @@ impl ConfigArgs {
     /// As [`ConfigArgs::load`], with the environment given by `env`.
     pub fn load_with(&self, env: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let mut config = Config::load(self.config.as_deref(), env)?;
-        if let Some(data) = &self.data {
-            config.apply_flag("data", "--data", data)?;
-        }
-        if let Some(url) = &self.database_url {
-            config.apply_flag("database_url", "--database-url", url)?;
-        }
+        // The command parsed the flags with their keys' parsers already; parsed again by
+        // `Config`'s own declaration, the derived update sets exactly the keys given.
+        let refused = |e: clap::Error| ConfigError::Invalid(e.to_string());
+        let matches = Config::flags()
+            .try_get_matches_from(&self.given)
+            .map_err(refused)?;
+        config.update_from_arg_matches(&matches).map_err(refused)?;
         Ok(config)
+    }
+
+    /// Whether the flag of `key` was given.
+    pub fn given(&self, key: &str) -> bool {
+        self.keys.contains(&key)
     }
 }
 
@@ -622,18 +657,38 @@ pub struct KeyReference {
     pub key: String,
     /// Its environment variable (`PERISCOPE_LIMITS_DAILY_SEARCHES`).
     pub env: String,
-    /// The command-line flags that set it (`--data`), in whichever commands take them.
-    pub flags: &'static [&'static str],
+    /// The command-line flag that sets it (`--data`), in whichever commands take it.
+    pub flag: Option<String>,
 }
 
-/// Every key, in the order of `docs/configuration.md`: what the commands' help and the
-/// reference are checked against.
+/// Every key, in the order of `docs/configuration.md` (the order of the fields): what the
+/// commands' help and the reference are checked against.
 pub fn reference() -> Vec<KeyReference> {
-    keys()
-        .map(|key| KeyReference {
-            key: key.dotted(),
-            env: key.env_name(),
-            flags: key.flags,
-        })
-        .collect()
+    let declared = Config::flags();
+    let flag = |key: &str| {
+        declared
+            .get_arguments()
+            .find(|arg| arg.get_id() == key)
+            .and_then(Arg::get_long)
+            .map(|long| format!("--{long}"))
+    };
+    let mut keys = Vec::new();
+    let mut push = |section: Option<&str>, field: &str| {
+        let key = layers::dotted(section, field);
+        keys.push(KeyReference {
+            flag: flag(&key),
+            env: layers::env_name(section, field),
+            key,
+        });
+    };
+    let shape = layers::shape();
+    for (field, _) in shape.fields.iter().filter(|(_, inner)| inner.is_none()) {
+        push(None, field);
+    }
+    for (section, inner) in &shape.fields {
+        for field in inner.iter().copied().flatten() {
+            push(Some(section), field);
+        }
+    }
+    keys
 }

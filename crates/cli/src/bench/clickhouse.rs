@@ -55,13 +55,12 @@ pub(super) struct Server {
 /// Connects to the index `url` names; creates the schema when the database holds no table
 /// and the cluster is one server.
 pub(super) fn open(url: &str) -> Result<Server> {
-    let mut config = crate::clickhouse::configured(None, Some(url))?;
+    let mut config = crate::config::Config::load(None, crate::config::process_env)?;
     config.index.timeout = STATEMENT_TIMEOUT;
-    let location = config
-        .index
-        .url
-        .clone()
-        .ok_or_else(|| anyhow!("--index {url}: not a ClickHouse index URL"))?;
+    let location: Location = url
+        .parse()
+        .map_err(|e| anyhow!("{url} is not a ClickHouse index URL: {e}"))?;
+    config.index.url = Some(location.clone());
     let client = crate::clickhouse::client(&config.index, &location)?;
     let db = sql::identifier(&location.database)
         .ok_or_else(|| anyhow!("{:?} is not a valid database name", location.database))?;

@@ -42,6 +42,42 @@ fn file(test: &str, text: &str) -> TestFile {
     TestFile { _dir: dir, path }
 }
 
+/// The flags of every key that has one, as a command taking them all would.
+#[derive(Debug, Clone, Default)]
+struct AllFlags;
+
+impl Flags for AllFlags {
+    const KEYS: &'static [&'static str] = &[
+        "listen",
+        "data",
+        "database_url",
+        "enrich.geoip_city",
+        "enrich.geoip_asn",
+        "enrich.asn_table",
+        "index.url",
+    ];
+}
+
+/// The configuration arguments of a command taking every flag, given `words`.
+fn flags(words: &[&str]) -> Result<ConfigArgs<AllFlags>, clap::Error> {
+    use clap::Args as _;
+    let command = ConfigArgs::<AllFlags>::augment_args(Command::new("test"));
+    let matches =
+        command.try_get_matches_from(std::iter::once("test").chain(words.iter().copied()))?;
+    ConfigArgs::from_arg_matches(&matches)
+}
+
+/// Every key: (section, name, dotted key, variable, flag).
+fn keys() -> Vec<(Option<String>, String, KeyReference)> {
+    reference()
+        .into_iter()
+        .map(|r| match r.key.split_once('.') {
+            Some((section, name)) => (Some(section.to_owned()), name.to_owned(), r.clone()),
+            None => (None, r.key.clone(), r),
+        })
+        .collect()
+}
+
 /// The message of a failing load.
 fn error(path: Option<&Path>, vars: &[(&str, &str)]) -> String {
     Config::load(path, env(vars)).unwrap_err().to_string()
@@ -194,7 +230,7 @@ fn environment_overrides_the_file() {
 
 #[test]
 fn every_key_has_its_environment_variable() {
-    let names: Vec<String> = keys().map(Key::env_name).collect();
+    let names: Vec<String> = reference().into_iter().map(|k| k.env).collect();
     assert_eq!(
         names,
         [
@@ -247,9 +283,10 @@ fn every_key_has_its_environment_variable() {
             "PERISCOPE_INDEX_MEMORY_LIMIT_MB",
         ]
     );
+    let database_url = reference().into_iter().find(|k| k.key == "database_url");
     assert_eq!(
-        periscope_state::DATABASE_URL_ENV,
-        declare::find(None, "database_url").unwrap().env_name()
+        Some(periscope_state::DATABASE_URL_ENV),
+        database_url.as_ref().map(|k| k.env.as_str())
     );
     // The reference lists every key and its variable.
     // Read from the running test's crate directory (a shared build directory may have
@@ -257,9 +294,9 @@ fn every_key_has_its_environment_variable() {
     let crate_dir = std::env::var_os("CARGO_MANIFEST_DIR")
         .map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from);
     let doc = std::fs::read_to_string(crate_dir.join("../../docs/configuration.md")).unwrap();
-    for key in keys() {
-        assert!(doc.contains(&format!("`{}`", key.name)), "{}", key.dotted());
-        assert!(doc.contains(&key.env_name()), "{}", key.env_name());
+    for (_, name, key) in keys() {
+        assert!(doc.contains(&format!("`{name}`")), "{}", key.key);
+        assert!(doc.contains(&key.env), "{}", key.env);
     }
 }
 
@@ -309,11 +346,7 @@ fn signin_relay_settings_and_the_password_from_the_environment_only() {
 
 #[test]
 fn signin_proxy_header_and_acquire_timeout() {
-    let none = ConfigArgs {
-        config: None,
-        data: None,
-        database_url: None,
-    };
+    let none = ConfigArgs::<AllFlags>::default();
     let c = none
         .load_with(env(&[
             ("PERISCOPE_SIGNIN_CLIENT_IP_HEADER", "X-Forwarded-For"),
@@ -337,29 +370,53 @@ fn signin_proxy_header_and_acquire_timeout() {
 
 #[test]
 fn flags_override_the_environment() {
-    let path = file("flags", "data = \"/from/file\"\n");
-    let args = ConfigArgs {
-        config: Some(path.to_path_buf()),
-        data: Some("/from/flag".into()),
-        database_url: Some("postgres://flag@h/d".into()),
-    };
-    let c = args
-        .load_with(env(&[
-            ("PERISCOPE_DATA", "/from/env"),
-            ("PERISCOPE_DATABASE_URL", "postgres://env@h/d"),
-        ]))
-        .unwrap();
+    let path = file(
+        "flags",
+        "data = \"/from/file\"\nlisten = \"127.0.0.2:82\"\n[limits]\nrate_burst = 7\n",
+    );
+    let path_arg = path.to_str().unwrap();
+    let environment = env(&[
+        ("PERISCOPE_DATA", "/from/env"),
+        ("PERISCOPE_DATABASE_URL", "postgres://env@h/d"),
+    ]);
+    let args = flags(&[
+        "--config",
+        path_arg,
+        "--data",
+        "/from/flag",
+        "--database-url",
+        "postgres://flag@h/d",
+        "--index",
+        "clickhouse://ch1/scans",
+    ])
+    .unwrap();
+    assert!(args.given("data") && args.given("index.url") && !args.given("listen"));
+    let c = args.load_with(&environment).unwrap();
     assert_eq!(c.data, PathBuf::from("/from/flag"));
     assert_eq!(c.database_url.as_deref(), Some("postgres://flag@h/d"));
-
-    let mut c = Config::default();
-    c.apply_flag("listen", "--listen", "10.0.0.1:81").unwrap();
-    assert_eq!(c.listen.to_string(), "10.0.0.1:81");
-    let e = c.apply_flag("listen", "--listen", "localhost").unwrap_err();
+    assert_eq!(c.index.url.unwrap().database, "scans");
+    // What no flag sets stays as the file and the environment have it.
+    assert_eq!(c.listen.to_string(), "127.0.0.2:82");
+    assert_eq!(c.limits.rate_burst, 7);
+    let unflagged = flags(&["--config", path_arg]).unwrap();
     assert_eq!(
-        e.to_string(),
-        "bad value for `listen` in the command-line flag --listen: expected an IP address \
-         and port such as 127.0.0.1:8080 or [::1]:8080, found \"localhost\""
+        unflagged.load_with(&environment).unwrap(),
+        Config::load(Some(&path), &environment).unwrap()
+    );
+
+    let c = flags(&["--listen", "10.0.0.1:81"])
+        .unwrap()
+        .load_with(no_env)
+        .unwrap();
+    assert_eq!(c.listen.to_string(), "10.0.0.1:81");
+    let e = flags(&["--listen", "localhost"]).unwrap_err();
+    assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+    assert!(
+        e.to_string().contains(
+            "invalid value 'localhost' for '--listen <ADDR>': `listen` expects an IP address \
+             and port such as 127.0.0.1:8080 or [::1]:8080"
+        ),
+        "{e}"
     );
 }
 
@@ -506,7 +563,13 @@ fn index_section_from_file_and_environment() {
 
 #[test]
 fn enrich_files_from_file_environment_and_flags() {
-    assert!(Config::load(None, no_env).unwrap().enrich.is_empty());
+    assert!(
+        Config::load(None, no_env)
+            .unwrap()
+            .enrich
+            .files()
+            .is_empty()
+    );
     let path = file(
         "enrich",
         "[enrich]\ngeoip_city = \"/geo/city.mmdb\"\ngeoip_asn = \"/geo/asn.mmdb\"\n\
@@ -514,26 +577,31 @@ fn enrich_files_from_file_environment_and_flags() {
     );
     let c = Config::load(Some(&path), no_env).unwrap();
     assert_eq!(
-        c.enrich,
+        c.enrich.files(),
         EnrichConfig {
             geoip_city: Some("/geo/city.mmdb".into()),
             geoip_asn: Some("/geo/asn.mmdb".into()),
             asn_table: Some("/geo/ip2asn.tsv.gz".into()),
         }
     );
-    let mut c = Config::load(
-        Some(&path),
-        env(&[
-            ("PERISCOPE_ENRICH_GEOIP_CITY", "/env/city.mmdb"),
-            ("PERISCOPE_ENRICH_ASN_TABLE", "/env/ip2asn.tsv"),
-        ]),
-    )
-    .unwrap();
+    let environment = env(&[
+        ("PERISCOPE_ENRICH_GEOIP_CITY", "/env/city.mmdb"),
+        ("PERISCOPE_ENRICH_ASN_TABLE", "/env/ip2asn.tsv"),
+    ]);
+    let c = Config::load(Some(&path), &environment).unwrap();
     assert_eq!(c.enrich.geoip_city, Some("/env/city.mmdb".into()));
     assert_eq!(c.enrich.geoip_asn, Some("/geo/asn.mmdb".into()));
     assert_eq!(c.enrich.asn_table, Some("/env/ip2asn.tsv".into()));
-    c.apply_flag("enrich.geoip_asn", "--geoip-asn", "/flag/asn.mmdb")
-        .unwrap();
+    let c = flags(&[
+        "--config",
+        path.to_str().unwrap(),
+        "--geoip-asn",
+        "/flag/asn.mmdb",
+    ])
+    .unwrap()
+    .load_with(&environment)
+    .unwrap();
+    assert_eq!(c.enrich.geoip_city, Some("/env/city.mmdb".into()));
     assert_eq!(c.enrich.geoip_asn, Some("/flag/asn.mmdb".into()));
 
     let e = error(None, &[("PERISCOPE_ENRICH_GEOIP_ASN", "  ")]);
@@ -580,43 +648,61 @@ const BLANK_IS_EMPTY_LIST: [&str; 3] = [
     "web.allowed_email_domains",
 ];
 
+/// The expectation in a message `bad value for `KEY` in ORIGIN: expected E, found F`, after
+/// checking the key and the origin.
+fn expectation(message: &str, key: &str, origin: &str, found: &str) -> String {
+    let head = format!("bad value for `{key}` in {origin}: expected ");
+    let tail = format!(", found {found}");
+    assert!(
+        message.starts_with(&head) && message.ends_with(&tail),
+        "{message}"
+    );
+    message[head.len()..message.len() - tail.len()].to_owned()
+}
+
 #[test]
 fn every_key_names_its_file_line_and_expectation() {
-    for key in keys() {
-        let (text, line) = match key.section {
-            Some(section) => (format!("[{section}]\n{} = true\n", key.name), 2),
-            None => (format!("{} = true\n", key.name), 1),
+    for (section, name, key) in keys() {
+        let (text, line) = match &section {
+            Some(section) => (format!("[{section}]\n{name} = true\n"), 2),
+            None => (format!("{name} = true\n"), 1),
         };
-        let path = file(&format!("every-{}", key.dotted()), &text);
-        assert_eq!(
-            error(Some(&path), &[]),
-            format!(
-                "bad value for `{}` in the configuration file {} (line {line}): expected {}, \
-                 found the boolean true",
-                key.dotted(),
-                path.display(),
-                key.expected
-            )
+        let path = file(&format!("every-{}", key.key), &text);
+        let origin = format!("the configuration file {} (line {line})", path.display());
+        let expected = expectation(
+            &error(Some(&path), &[]),
+            &key.key,
+            &origin,
+            "the boolean true",
         );
+        assert!(expected.len() > 10, "{}: {expected}", key.key);
     }
 }
 
 #[test]
 fn every_key_names_its_environment_variable_and_expectation() {
     let mut accepted = Vec::new();
-    for key in keys() {
-        let name = key.env_name();
-        match Config::load(None, env(&[(&name, "  ")])) {
-            Ok(_) => accepted.push(key.dotted()),
-            Err(e) => assert_eq!(
-                e.to_string(),
-                format!(
-                    "bad value for `{}` in the environment variable {name}: expected {}, \
-                     found \"  \"",
-                    key.dotted(),
-                    key.expected
-                )
-            ),
+    for (section, name, key) in keys() {
+        let text = match &section {
+            Some(section) => format!("[{section}]\n{name} = true\n"),
+            None => format!("{name} = true\n"),
+        };
+        let path = file(&format!("every-env-{}", key.key), &text);
+        let line = if section.is_some() { 2 } else { 1 };
+        let origin = format!("the configuration file {} (line {line})", path.display());
+        let in_file = expectation(
+            &error(Some(&path), &[]),
+            &key.key,
+            &origin,
+            "the boolean true",
+        );
+        match Config::load(None, env(&[(&key.env, "  ")])) {
+            Ok(_) => accepted.push(key.key),
+            Err(e) => {
+                let origin = format!("the environment variable {}", key.env);
+                let in_env = expectation(&e.to_string(), &key.key, &origin, "\"  \"");
+                assert_eq!(in_env, in_file, "{}", key.key);
+            }
         }
     }
     assert_eq!(accepted, BLANK_IS_EMPTY_LIST);
@@ -624,80 +710,46 @@ fn every_key_names_its_environment_variable_and_expectation() {
 
 #[test]
 fn every_flag_names_itself_and_the_expectation() {
-    let flagged: Vec<&Key> = keys().filter(|k| !k.flags.is_empty()).collect();
-    let names: Vec<String> = flagged.iter().map(|k| k.dotted()).collect();
-    assert_eq!(
-        names,
-        [
-            "listen",
-            "data",
-            "database_url",
-            "enrich.geoip_city",
-            "enrich.geoip_asn",
-            "enrich.asn_table",
-            "index.url"
-        ]
-    );
-    for key in flagged {
-        for flag in key.flags {
-            let e = Config::default()
-                .apply_flag(&key.dotted(), flag, "  ")
-                .unwrap_err();
-            assert_eq!(
-                e.to_string(),
-                format!(
-                    "bad value for `{}` in the command-line flag {flag}: expected {}, found \"  \"",
-                    key.dotted(),
-                    key.expected
-                )
-            );
-        }
-    }
-    let e = Config::default()
-        .apply_flag("limit.daily_searches", "--limit", "5")
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.starts_with(
-            "unknown configuration key `limit.daily_searches` in the command-line flag --limit; \
-             known keys: listen, data, "
-        ),
-        "{e}"
-    );
-    // The flags every command takes, as parsed by clap.
-    for (args, flag) in [
-        (
-            ConfigArgs {
-                data: Some(" ".into()),
-                ..ConfigArgs::default()
-            },
-            "--data",
-        ),
-        (
-            ConfigArgs {
-                database_url: Some(String::new()),
-                ..ConfigArgs::default()
-            },
-            "--database-url",
-        ),
-    ] {
-        let e = args.load_with(no_env).unwrap_err().to_string();
+    let flagged: Vec<(String, String)> = reference()
+        .into_iter()
+        .filter_map(|k| Some((k.key, k.flag?)))
+        .collect();
+    let names: Vec<&str> = flagged.iter().map(|(key, _)| key.as_str()).collect();
+    assert_eq!(names, AllFlags::KEYS);
+    for (key, flag) in &flagged {
+        let (section, name) = match key.split_once('.') {
+            Some((section, name)) => (Some(section), name),
+            None => (None, key.as_str()),
+        };
+        let text = match section {
+            Some(section) => format!("[{section}]\n{name} = true\n"),
+            None => format!("{name} = true\n"),
+        };
+        let path = file(&format!("every-flag-{key}"), &text);
+        let line = if section.is_some() { 2 } else { 1 };
+        let origin = format!("the configuration file {} (line {line})", path.display());
+        let in_file = expectation(&error(Some(&path), &[]), key, &origin, "the boolean true");
+        let e = flags(&[flag, "  "]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{flag}");
+        let message = e.to_string();
         assert!(
-            e.contains(&format!("in the command-line flag {flag}: expected")),
-            "{e}"
+            message.contains(&format!("invalid value '  ' for '{flag} <"))
+                && message.contains(&format!("`{key}` expects {in_file}")),
+            "{message}"
         );
     }
 }
 
 #[test]
-fn declared_defaults_are_the_defaults() {
-    let c = Config::default();
+fn an_empty_file_and_no_flags_are_the_defaults() {
+    let path = file("empty", "");
+    let c = flags(&["--config", path.to_str().unwrap()])
+        .unwrap()
+        .load_with(no_env)
+        .unwrap();
+    assert_eq!(c, Config::default());
     assert_eq!(c.limits, Limits::default());
-    assert_eq!(c.enrich, EnrichConfig::default());
-    assert_eq!(
-        <EnrichConfig as Section>::defaults(),
-        EnrichConfig::default()
-    );
+    assert_eq!(c.enrich.files(), EnrichConfig::default());
     assert_eq!(c.signin.smtp_tls, periscope_signin::SmtpTls::default());
     assert_eq!(c.index.password, None);
     assert_eq!(c.signin.smtp_password, None);
@@ -723,11 +775,11 @@ fn reference_doc() -> String {
 fn the_reference_complete_file_is_every_key_at_its_default() {
     let doc = reference_doc();
     let block = reference_block(&doc, "## A complete file", "```toml\n");
-    for key in keys() {
+    for (_, name, key) in keys() {
         assert!(
-            block.contains(&format!("{} = ", key.name)),
+            block.contains(&format!("{name} = ")),
             "{} is missing from the complete file",
-            key.dotted()
+            key.key
         );
     }
     let path = file("reference", &block);
@@ -752,22 +804,47 @@ fn the_reference_complete_file_is_every_key_at_its_default() {
 #[test]
 fn the_reference_names_each_flag_on_its_key_row() {
     let doc = reference_doc();
-    for key in keys().filter(|k| !k.flags.is_empty()) {
+    for (_, name, key) in keys() {
+        let Some(flag) = &key.flag else { continue };
         let row = doc
             .lines()
-            .find(|line| line.starts_with(&format!("| `{}` |", key.name)))
+            .find(|line| line.starts_with(&format!("| `{name}` |")))
             .unwrap();
-        assert!(row.contains(&key.env_name()), "{row}");
-        for flag in key.flags {
-            assert!(row.contains(&format!("`{flag}`")), "{row}");
-        }
+        assert!(row.contains(&key.env), "{row}");
+        assert!(row.contains(&format!("`{flag}`")), "{row}");
     }
 }
 
 #[test]
-fn the_reference_is_the_key_table() {
-    let names: Vec<(String, String)> = reference().into_iter().map(|r| (r.key, r.env)).collect();
-    let expected: Vec<(String, String)> = keys().map(|k| (k.dotted(), k.env_name())).collect();
-    assert_eq!(names, expected);
+fn the_reference_is_every_field_of_the_structs() {
+    let names: Vec<String> = reference().into_iter().map(|r| r.key).collect();
     assert_eq!(names.len(), 47);
+    assert_eq!(
+        names[..6],
+        [
+            "listen",
+            "data",
+            "database_url",
+            "database_acquire_timeout_ms",
+            "log_format",
+            "public_url"
+        ]
+    );
+    // The sections' fields follow in the order of the struct, each section's in its order.
+    let sections: Vec<&str> = names
+        .iter()
+        .filter_map(|k| Some(k.split_once('.')?.0))
+        .collect();
+    let mut order = sections.clone();
+    order.dedup();
+    assert_eq!(
+        order,
+        ["limits", "dns", "http", "signin", "web", "enrich", "index"]
+    );
+    // The secrets are no keys.
+    assert!(
+        !names
+            .iter()
+            .any(|k| k.ends_with("smtp_password") || k == "index.password")
+    );
 }
