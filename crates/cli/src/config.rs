@@ -1,5 +1,7 @@
 //! The configuration every command reads lives in `periscope_server::config` (the server
-//! library builds from it); this module keeps the commands' `crate::config::…` paths.
+//! library builds from it); this module keeps the commands' `crate::config::…` paths and
+//! says which of the configuration's flags each command takes (the [`Flags`] markers its
+//! `ConfigArgs` is made with).
 
 pub(crate) use periscope_server::config::*;
 
@@ -99,7 +101,7 @@ mod tests {
         }
     }
 
-    /// `periscope --help` stays true to the key table: each flag declared for a key is taken by
+    /// `periscope --help` stays true to the keys: each flag declared for a key is taken by
     /// a command whose help says which key and variable it overrides, and each help that says
     /// it overrides a key's variable belongs to a flag declared for that key.
     #[test]

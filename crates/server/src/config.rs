@@ -449,7 +449,7 @@ impl Config {
             _ => None,
         };
         let env = |name: &str| env(name).filter(|v| !v.is_empty());
-        let env: &dyn Fn(&str) -> Option<String> = &env;
+        let env: layers::Env<'_> = &env;
         if let Some(file) = &file {
             layers::read(Sources {
                 file: Some(file),
@@ -608,12 +608,11 @@ impl<F: Flags> FromArgMatches for ConfigArgs<F> {
             if matches.value_source(key) != Some(ValueSource::CommandLine) {
                 continue;
             }
-            if let (Some(long), Some(mut values)) = (arg.get_long(), matches.get_raw(key)) {
-                if let Some(value) = values.next() {
-                    args.given.push(format!("--{long}").into());
-                    args.given.push(value.to_owned());
-                    args.keys.push(key);
-                }
+            let value = matches.get_raw(key).and_then(|mut values| values.next());
+            if let (Some(long), Some(value)) = (arg.get_long(), value) {
+                args.given.push(format!("--{long}").into());
+                args.given.push(value.to_owned());
+                args.keys.push(key);
             }
         }
         Ok(args)

@@ -145,13 +145,16 @@ impl<'t> File<'t> {
     }
 }
 
+/// The environment: the value of a variable, if set.
+pub(super) type Env<'e> = &'e dyn Fn(&str) -> Option<String>;
+
 /// What one reading of the configuration takes values from.
 #[derive(Clone, Copy)]
 pub(super) struct Sources<'s> {
     /// The configuration file, if it is read.
     pub(super) file: Option<&'s File<'s>>,
-    /// The environment, if it is read: the value of a variable, if set.
-    pub(super) env: Option<&'s dyn Fn(&str) -> Option<String>>,
+    /// The environment, if it is read.
+    pub(super) env: Option<Env<'s>>,
 }
 
 /// Reads `Config` from `sources`.

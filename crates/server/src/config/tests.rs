@@ -1,5 +1,5 @@
 //! The configuration tests: defaults, each source (file, environment, flag) and its error
-//! messages, and the reference (`docs/configuration.md`) against the key table.
+//! messages, and the reference (`docs/configuration.md`) against the keys of the structs (`reference()`).
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
