@@ -4,10 +4,10 @@
 //!
 //! It also holds what `ingest` and `convert` share about scanner formats: the `--format` and
 //! `--port` arguments ([`ImportArgs`]), telling an input's format ([`resolve_format`]), the
-//! one step every observation passes
-//! before it is stored or written ([`Prepare`]: enrichment), the error for an input of which nothing could be
-//! read ([`nothing_read`]), and the lines that report what was not mapped
-//! ([`write_not_mapped`]).
+//! one step every observation passes before it is stored or written ([`Prepare`]:
+//! enrichment, with the files of `[enrich]` or `--geoip-city`, `--geoip-asn`, `--asn-table`),
+//! the error for an input of which nothing could be read ([`nothing_read`]), and the lines
+//! that report what was not mapped ([`write_not_mapped`]).
 
 use std::fs::File;
 use std::io::{self, BufRead, BufWriter, Write};

@@ -848,3 +848,30 @@ fn the_reference_is_every_field_of_the_structs() {
             .any(|k| k.ends_with("smtp_password") || k == "index.password")
     );
 }
+
+#[test]
+fn a_bad_value_is_reported_where_a_later_source_overrides_it() {
+    let path = file("overridden", "[limits]\nrate_burst = \"many\"\n");
+    let e = error(Some(&path), &[("PERISCOPE_LIMITS_RATE_BURST", "5")]);
+    assert_eq!(
+        e,
+        format!(
+            "bad value for `limits.rate_burst` in the configuration file {} (line 2): expected \
+             a whole number from 1 to 4294967295, found the string \"many\"",
+            path.display()
+        )
+    );
+    let e = flags(&["--data", "/from/flag"])
+        .unwrap()
+        .load_with(env(&[("PERISCOPE_DATA", "  ")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`data` in the environment variable PERISCOPE_DATA"),
+        "{e}"
+    );
+    // Where both are good, the later source wins.
+    let path = file("overridden-good", "[limits]\nrate_burst = 3\n");
+    let c = Config::load(Some(&path), env(&[("PERISCOPE_LIMITS_RATE_BURST", "5")])).unwrap();
+    assert_eq!(c.limits.rate_burst, 5);
+}
