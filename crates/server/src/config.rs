@@ -368,7 +368,7 @@ impl EnrichSettings {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, clap::Args)]
 #[serde(default)]
 pub struct IndexSettings {
-    /// The ClickHouse index, clickhouse://[USER@]HOST[:PORT]/DATABASE[?cluster=NAME], instead
+    /// The ClickHouse index, `clickhouse://[USER@]HOST[:PORT]/DATABASE[?cluster=NAME]`, instead
     /// of the embedded store
     #[serde(deserialize_with = "parse::index_url")]
     #[arg(id = "index.url", long = "index", value_name = "URL", help_heading = CONFIGURATION,

@@ -1,5 +1,5 @@
 //! Where values come from and how they reach the derived `Deserialize` of
-//! [`Config`](super::Config): [`Origin`] (a file line, an environment variable, a flag),
+//! [`Config`]: [`Origin`] (a file line or an environment variable),
 //! [`ConfigError`], and the deserializer that hands each key its value from the file and the
 //! environment.
 //!
