@@ -660,21 +660,22 @@ fn expectation(message: &str, key: &str, origin: &str, found: &str) -> String {
     message[head.len()..message.len() - tail.len()].to_owned()
 }
 
+/// What `key` expects, as the error for `key = true` in a file says, after checking that the
+/// error names the key, the file and the line, and the boolean; the file is named after `test`.
+fn expected_in_file(test: &str, key: &str) -> String {
+    let (text, line) = match key.split_once('.') {
+        Some((section, name)) => (format!("[{section}]\n{name} = true\n"), 2),
+        None => (format!("{key} = true\n"), 1),
+    };
+    let path = file(&format!("{test}-{key}"), &text);
+    let origin = format!("the configuration file {} (line {line})", path.display());
+    expectation(&error(Some(&path), &[]), key, &origin, "the boolean true")
+}
+
 #[test]
 fn every_key_names_its_file_line_and_expectation() {
-    for (section, name, key) in keys() {
-        let (text, line) = match &section {
-            Some(section) => (format!("[{section}]\n{name} = true\n"), 2),
-            None => (format!("{name} = true\n"), 1),
-        };
-        let path = file(&format!("every-{}", key.key), &text);
-        let origin = format!("the configuration file {} (line {line})", path.display());
-        let expected = expectation(
-            &error(Some(&path), &[]),
-            &key.key,
-            &origin,
-            "the boolean true",
-        );
+    for key in reference() {
+        let expected = expected_in_file("every", &key.key);
         assert!(expected.len() > 10, "{}: {expected}", key.key);
     }
 }
@@ -682,20 +683,8 @@ fn every_key_names_its_file_line_and_expectation() {
 #[test]
 fn every_key_names_its_environment_variable_and_expectation() {
     let mut accepted = Vec::new();
-    for (section, name, key) in keys() {
-        let text = match &section {
-            Some(section) => format!("[{section}]\n{name} = true\n"),
-            None => format!("{name} = true\n"),
-        };
-        let path = file(&format!("every-env-{}", key.key), &text);
-        let line = if section.is_some() { 2 } else { 1 };
-        let origin = format!("the configuration file {} (line {line})", path.display());
-        let in_file = expectation(
-            &error(Some(&path), &[]),
-            &key.key,
-            &origin,
-            "the boolean true",
-        );
+    for key in reference() {
+        let in_file = expected_in_file("every-env", &key.key);
         match Config::load(None, env(&[(&key.env, "  ")])) {
             Ok(_) => accepted.push(key.key),
             Err(e) => {
@@ -717,18 +706,7 @@ fn every_flag_names_itself_and_the_expectation() {
     let names: Vec<&str> = flagged.iter().map(|(key, _)| key.as_str()).collect();
     assert_eq!(names, AllFlags::KEYS);
     for (key, flag) in &flagged {
-        let (section, name) = match key.split_once('.') {
-            Some((section, name)) => (Some(section), name),
-            None => (None, key.as_str()),
-        };
-        let text = match section {
-            Some(section) => format!("[{section}]\n{name} = true\n"),
-            None => format!("{name} = true\n"),
-        };
-        let path = file(&format!("every-flag-{key}"), &text);
-        let line = if section.is_some() { 2 } else { 1 };
-        let origin = format!("the configuration file {} (line {line})", path.display());
-        let in_file = expectation(&error(Some(&path), &[]), key, &origin, "the boolean true");
+        let in_file = expected_in_file("every-flag", key);
         let e = flags(&[flag, "  "]).unwrap_err();
         assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{flag}");
         let message = e.to_string();
