@@ -64,8 +64,8 @@ pub struct Config {
           help_heading = CONFIGURATION,
           value_parser = parse::flag("listen", parse::LISTEN, parse::text::<SocketAddr>))]
     pub listen: SocketAddr,
-    /// Data directory: scan store, index file and, without a database URL, the SQLite state
-    /// database state.db [default: ./data]
+    /// Data directory, created when missing: the scan store DIR/scan.store, the index file and,
+    /// without a database URL, the SQLite state database state.db [default: ./data]
     #[serde(deserialize_with = "parse::data")]
     #[arg(id = "data", long, value_name = "DIR", required = false,
           help_heading = CONFIGURATION,
