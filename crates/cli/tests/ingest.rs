@@ -249,6 +249,16 @@ fn errors_exit_with_2_and_say_what_is_wrong() {
         (&["--batch", "0", path_str(&file)], "1 to 1,000,000"),
         (&["--batch", "1000001", path_str(&file)], "1 to 1,000,000"),
         (&[], "FILE"),
+        // The store and a ClickHouse index at once.
+        (
+            &["--index", "clickhouse://127.0.0.1:1/scans", path_str(&file)],
+            "--data names the embedded store, but the index is ClickHouse",
+        ),
+        // A configuration flag's value its key refuses.
+        (
+            &["--geoip-city", " ", path_str(&file)],
+            "invalid value ' ' for '--geoip-city <FILE>': `enrich.geoip_city` expects",
+        ),
     ];
     for (args, needle) in cases {
         let mut all = vec!["ingest", "--data", path_str(&data)];

@@ -444,10 +444,10 @@ impl Config {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
         let text = file.map(File::read).transpose()?;
-        let file = match (file, &text) {
-            (Some(path), Some(text)) => Some(File::parse(path, text)?),
-            _ => None,
-        };
+        let file = file
+            .zip(text.as_deref())
+            .map(|(path, text)| File::parse(path, text))
+            .transpose()?;
         let env = |name: &str| env(name).filter(|v| !v.is_empty());
         let env: layers::Env<'_> = &env;
         if let Some(file) = &file {
@@ -570,11 +570,7 @@ impl<F: Flags> clap::Args for ConfigArgs<F> {
             .map(|arg| {
                 let key = arg.get_id().as_str();
                 let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
-                let (section, name) = match key.split_once('.') {
-                    Some((section, name)) => (Some(section), name),
-                    None => (None, key),
-                };
-                let env = layers::env_name(section, name);
+                let env = layers::env_name(key);
                 let (what, default) = help.split_once(" [default: ").unwrap_or((&help, ""));
                 let default = if default.is_empty() {
                     String::new()
@@ -676,7 +672,7 @@ pub fn reference() -> Vec<KeyReference> {
         let key = layers::dotted(section, field);
         keys.push(KeyReference {
             flag: flag(&key),
-            env: layers::env_name(section, field),
+            env: layers::env_name(&key),
             key,
         });
     };

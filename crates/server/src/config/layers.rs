@@ -153,7 +153,7 @@ pub(super) type Env<'e> = &'e dyn Fn(&str) -> Option<String>;
 pub(super) struct Sources<'s> {
     /// The configuration file, if it is read.
     pub(super) file: Option<&'s File<'s>>,
-    /// The environment, if it is read.
+    /// The environment, if it is read (a variable set to the empty string already unset).
     pub(super) env: Option<Env<'s>>,
 }
 
@@ -178,14 +178,12 @@ pub(super) fn dotted(section: Option<&str>, field: &str) -> String {
     }
 }
 
-/// The environment variable of `field` in `section`: `PERISCOPE_SECTION_FIELD`.
-pub(super) fn env_name(section: Option<&str>, field: &str) -> String {
+/// The environment variable of the dotted `key`: `PERISCOPE_SECTION_FIELD`.
+pub(super) fn env_name(key: &str) -> String {
     format!(
         "{}{}",
         super::ENV_PREFIX,
-        dotted(section, field)
-            .replace('.', "_")
-            .to_ascii_uppercase()
+        key.replace('.', "_").to_ascii_uppercase()
     )
 }
 
@@ -228,6 +226,15 @@ impl de::Error for Error {
 pub(super) struct Shape {
     /// The fields, in declaration order, each with the fields of its section if it is one.
     pub(super) fields: Vec<(&'static str, Option<&'static [&'static str]>)>,
+}
+
+impl Shape {
+    /// Whether the top-level field `name` is a section.
+    fn is_section(&self, name: &str) -> bool {
+        self.fields
+            .iter()
+            .any(|(field, inner)| *field == name && inner.is_some())
+    }
 }
 
 /// The shape of [`Config`]: its fields, and which are sections with what fields.
@@ -353,16 +360,10 @@ impl<'s> Node<'s> {
     /// The fields with a value, in the order the file has them, then the rest in declaration
     /// order; the first problem of the file stops the list there.
     fn entries(&self, fields: &'static [&'static str]) -> Vec<Entry<'s>> {
-        let sections = |name: &str| {
-            self.section.is_none()
-                && shape()
-                    .fields
-                    .iter()
-                    .any(|(field, inner)| *field == name && inner.is_some())
-        };
+        let sections = |name: &str| self.section.is_none() && shape().is_section(name);
         let env = |field: &str| {
-            let name = env_name(self.section, field);
-            let value = (self.sources.env?)(&name).filter(|v| !v.is_empty())?;
+            let name = env_name(&dotted(self.section, field));
+            let value = (self.sources.env?)(&name)?;
             Some((value, Origin::Env(name)))
         };
         let mut entries = Vec::new();
@@ -429,10 +430,10 @@ impl<'s> Node<'s> {
         let mut keys = Vec::new();
         let mut sections = Vec::new();
         for field in fields {
-            let inner = shape().fields.iter().find(|(f, _)| f == field);
-            match inner {
-                Some((_, Some(_))) if self.section.is_none() => sections.push(format!("[{field}]")),
-                _ => keys.push(dotted(self.section, field)),
+            if self.section.is_none() && shape().is_section(field) {
+                sections.push(format!("[{field}]"));
+            } else {
+                keys.push(dotted(self.section, field));
             }
         }
         keys.extend(sections);
@@ -518,8 +519,10 @@ impl<'de, 's> MapAccess<'de> for Entries<'s> {
                 section: Some(field),
                 table,
             }),
-            Some(Entry::Refused(e)) => Err(Error::Config(e)),
-            None => Err(Error::Other("a value was asked before its key".to_owned())),
+            // `next_key_seed` returns a refusal instead of keeping it.
+            Some(Entry::Refused(_)) | None => {
+                Err(Error::Other("a value was asked before its key".to_owned()))
+            }
         }
     }
 }
