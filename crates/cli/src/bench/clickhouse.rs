@@ -60,6 +60,8 @@ pub(super) fn open(url: &str) -> Result<Server> {
     let location: Location = url
         .parse()
         .map_err(|e| anyhow!("{url} is not a ClickHouse index URL: {e}"))?;
+    // `connect` below opens the engine over the index the configuration names.
+    config.index.url = Some(location.clone());
     let client = crate::clickhouse::client(&config.index, &location)?;
     let db = sql::identifier(&location.database)
         .ok_or_else(|| anyhow!("{:?} is not a valid database name", location.database))?;
